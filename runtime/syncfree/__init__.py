@@ -1,0 +1,56 @@
+"""syncfree: sync-free distributed metrics and a host-sync guard for PyTorch.
+
+Importing the package is cheap and does not import torch (its pytest plugin is loaded by every
+pytest run): public names are resolved on first use (PEP 562).
+"""
+
+from typing import Any, List
+
+_SUBMODULE_OF = {
+    # base and helpers
+    "Metric": "metric",
+    "to_host": "host",
+    "merge_state_dicts": "checkpoint",
+    "MetricCollection": "collection",
+    # aggregation
+    "MeanMetric": "aggregation",
+    "SumMetric": "aggregation",
+    "MaxMetric": "aggregation",
+    "MinMetric": "aggregation",
+    # classification
+    "Accuracy": "classification",
+    "BinaryAccuracy": "classification",
+    "MulticlassAccuracy": "classification",
+    "Precision": "classification",
+    "BinaryPrecision": "classification",
+    "MulticlassPrecision": "classification",
+    "Recall": "classification",
+    "BinaryRecall": "classification",
+    "MulticlassRecall": "classification",
+    "F1Score": "classification",
+    "BinaryF1Score": "classification",
+    "MulticlassF1Score": "classification",
+    "ConfusionMatrix": "classification",
+    "BinaryConfusionMatrix": "classification",
+    "MulticlassConfusionMatrix": "classification",
+    # regression
+    "MeanSquaredError": "regression",
+    "MeanAbsoluteError": "regression",
+}
+
+__all__ = sorted(_SUBMODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    submodule = _SUBMODULE_OF.get(name)
+    if submodule is None:
+        raise AttributeError(f"module 'syncfree' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"syncfree.{submodule}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,198 @@
+"""Checkpoints of metrics and collections (the ``torch.distributed.checkpoint`` Stateful protocol).
+
+Scheme
+------
+``state_dict()`` holds *this rank's local states* (no collective, so ``if rank == 0: save`` can
+never hang), with ``"_version": 1``, ``"_class"``, ``"_rank"``, ``"_world_size"`` and the reduce op
+of every state::
+
+    {"_version": 1, "_class": "MeanMetric", "_rank": 0, "_world_size": 3,
+     "reductions": {"mean_value": "sum", "weight": "sum", ...},
+     "states": {"mean_value": tensor(...), "weight": tensor(...), ...}}
+
+A collection nests its members: ``{"_version": 1, "_class": "MetricCollection", "metrics": {...}}``.
+
+Same world size: every rank saves and loads its own state dict; resuming equals not stopping.
+
+Another world size: states are linearly additive, so the global value only depends on the
+*reduction* of all local states. Collect the old ranks' state dicts (one file per rank) and
+either call ``load_state_dict([sd_rank0, sd_rank1, ...])`` on every new rank, or merge them
+yourself with :func:`merge_state_dicts`. The merged states go to rank 0 of the metric's process
+group and neutral states (zeros for sums, -inf/+inf for max/min) to every other rank; after the
+next sync every rank sees exactly the value of the old run.
+
+Note for ``torch.distributed.checkpoint`` (DCP): DCP treats equal keys on several ranks as
+replicated and keeps one copy. Since local states differ per rank, either save each rank's
+metrics under a rank-specific key (``{f"metrics_rank{rank}": metric}``) or call
+``metric.sync()`` first and save only on rank 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Sequence
+
+import torch
+from torch import Tensor
+
+VERSION = 1
+_COLLECTION = "MetricCollection"
+
+
+def _rank_and_world(group: Any) -> tuple:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(group), dist.get_world_size(group)
+    return 0, 1
+
+
+def metric_state_dict(metric: Any) -> Dict[str, Any]:
+    """The checkpoint of one metric: its local states and how they reduce."""
+    rank, world = _rank_and_world(metric._default_group)
+    return {
+        "_version": VERSION,
+        "_class": type(metric).__name__,
+        "_rank": rank,
+        "_world_size": world,
+        "reductions": dict(metric._reductions),
+        "states": {name: t.detach().clone() for name, t in metric.local_states().items()},
+    }
+
+
+def collection_state_dict(collection: Any) -> Dict[str, Any]:
+    """The checkpoint of a collection: its members' checkpoints by name."""
+    rank, world = _rank_and_world(collection._default_group)
+    return {
+        "_version": VERSION,
+        "_class": _COLLECTION,
+        "_rank": rank,
+        "_world_size": world,
+        "metrics": {name: m.state_dict() for name, m in collection._metrics.items()},
+    }
+
+
+def _check_header(sd: Any, expected_class: str) -> None:
+    if not isinstance(sd, Mapping):
+        raise TypeError(f"expected a state dict (a mapping) for {expected_class}, got {type(sd).__name__}")
+    if "_version" not in sd:
+        raise ValueError(
+            f"not a syncfree checkpoint for {expected_class}: no '_version' field "
+            f"(keys: {sorted(sd)})"
+        )
+    if sd["_version"] != VERSION:
+        raise ValueError(
+            f"{expected_class} checkpoint has version {sd['_version']!r}; this syncfree reads version {VERSION}"
+        )
+    if sd.get("_class") != expected_class:
+        raise ValueError(
+            f"checkpoint holds a {sd.get('_class')!r}; it cannot be loaded into a {expected_class}"
+        )
+
+
+def _reduce(op: str, a: Tensor, b: Tensor) -> Tensor:
+    if op == "sum":
+        return a + b
+    return torch.maximum(a, b) if op == "max" else torch.minimum(a, b)
+
+
+def merge_state_dicts(state_dicts: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Reduce the per-rank checkpoints of one metric or collection into one (world size 1).
+
+    Sums add, max/min take the max/min, so the result computes the same global value.
+    """
+    if not state_dicts:
+        raise ValueError("merge_state_dicts needs at least one state dict")
+    first = state_dicts[0]
+    cls = first.get("_class") if isinstance(first, Mapping) else None
+    for sd in state_dicts:
+        _check_header(sd, cls)
+    if cls == _COLLECTION:
+        names = list(first["metrics"])
+        for sd in state_dicts[1:]:
+            if list(sd["metrics"]) != names:
+                raise ValueError(
+                    f"cannot merge collections with different members: {names} vs {list(sd['metrics'])}"
+                )
+        metrics = {n: merge_state_dicts([sd["metrics"][n] for sd in state_dicts]) for n in names}
+        return {"_version": VERSION, "_class": cls, "_rank": 0, "_world_size": 1, "metrics": metrics}
+    reductions = dict(first["reductions"])
+    states = {n: t.detach().clone() for n, t in first["states"].items()}
+    for sd in state_dicts[1:]:
+        if dict(sd["reductions"]) != reductions or set(sd["states"]) != set(states):
+            raise ValueError(f"cannot merge {cls} checkpoints with different states")
+        for name, value in sd["states"].items():
+            if tuple(value.shape) != tuple(states[name].shape):
+                raise ValueError(
+                    f"cannot merge {cls} checkpoints: state {name!r} has shapes "
+                    f"{tuple(states[name].shape)} and {tuple(value.shape)}"
+                )
+            states[name] = _reduce(reductions[name], states[name], value.to(states[name].device))
+    return {"_version": VERSION, "_class": cls, "_rank": 0, "_world_size": 1,
+            "reductions": reductions, "states": states}
+
+
+def neutral_state_dict(sd: Mapping[str, Any]) -> Dict[str, Any]:
+    """A checkpoint of the same layout whose states are the neutral elements (an empty rank)."""
+    from syncfree.metric import identity_value
+
+    if sd["_class"] == _COLLECTION:
+        return {**sd, "metrics": {n: neutral_state_dict(m) for n, m in sd["metrics"].items()}}
+    states = {
+        n: torch.full_like(t, identity_value(sd["reductions"][n], t.dtype)) for n, t in sd["states"].items()
+    }
+    return {**sd, "states": states}
+
+
+def _for_this_rank(sd: Any, group: Any) -> Any:
+    if isinstance(sd, (list, tuple)):
+        merged = merge_state_dicts(sd)
+        rank, _ = _rank_and_world(group)
+        return merged if rank == 0 else neutral_state_dict(merged)
+    return sd
+
+
+def load_metric(metric: Any, sd: Any, strict: bool = True) -> None:
+    """Copy a checkpoint (or a list of per-rank checkpoints) into ``metric``'s local states."""
+    name = type(metric).__name__
+    sd = _for_this_rank(sd, metric._default_group)
+    _check_header(sd, name)
+    for key in ("states", "reductions"):
+        if key not in sd:
+            raise ValueError(f"{name} checkpoint is missing the {key!r} field")
+    own = metric.local_states()
+    saved = sd["states"]
+    missing = [k for k in own if k not in saved]
+    unexpected = [k for k in saved if k not in own]
+    if missing or (strict and unexpected):
+        raise ValueError(
+            f"{name} checkpoint does not match: missing states {missing}, unexpected states {unexpected}"
+        )
+    for key, state in own.items():
+        value = saved[key]
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name} checkpoint: state {key!r} is a {type(value).__name__}, not a tensor")
+        if tuple(value.shape) != tuple(state.shape):
+            raise ValueError(
+                f"{name} checkpoint: state {key!r} has shape {tuple(value.shape)}, the metric expects "
+                f"{tuple(state.shape)} (was it saved with other constructor arguments, e.g. num_classes?)"
+            )
+    for key, state in own.items():
+        state.copy_(saved[key])
+    metric._synced = None
+
+
+def load_collection(collection: Any, sd: Any, strict: bool = True) -> None:
+    """Load a collection checkpoint (or a list of per-rank ones) member by member."""
+    sd = _for_this_rank(sd, collection._default_group)
+    _check_header(sd, _COLLECTION)
+    saved: Dict[str, Any] = sd.get("metrics", {})
+    own: List[str] = list(collection._metrics)
+    missing = [k for k in own if k not in saved]
+    unexpected = [k for k in saved if k not in own]
+    if missing or (strict and unexpected):
+        raise ValueError(
+            f"MetricCollection checkpoint does not match: missing metrics {missing}, "
+            f"unexpected metrics {unexpected}"
+        )
+    for key in own:
+        collection._metrics[key].load_state_dict(saved[key], strict=strict)

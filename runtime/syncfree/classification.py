@@ -1,0 +1,482 @@
+"""Classification metrics (binary and multiclass) built on per-class tp/fp/tn/fn counts.
+
+States are int64 counts on the metric's device: ``tp``, ``fp``, ``tn``, ``fn`` (0-d for binary,
+``(num_classes,)`` for multiclass) or ``confmat``, plus ``_bad_label_count``. Updates use
+``scatter_add_`` with a fixed ``num_classes`` and ``torch.where`` masks, never a host sync.
+
+Labels out of range (targets not in ``[0, num_classes)`` and not ``ignore_index``; integer preds
+out of range) are excluded from the counts and counted. :func:`syncfree.to_host` then raises
+``ValueError`` when ``validate_args=True`` (torchmetrics raises at once in that case) and warns
+when ``validate_args=False``.
+
+Float preds: binary preds outside ``[0, 1]`` are treated as logits (sigmoid, decided per batch
+on the device); multiclass preds ``(N, C, ...)`` are reduced with argmax, or with ``top_k``
+(a sample counts as correct when its target is in its top k, else as its top-1 class).
+
+Not supported (``TypeError``): ``task="multilabel"``, ``multidim_average="samplewise"``,
+``num_classes=None`` for multiclass metrics (states need a fixed size).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from syncfree.metric import Metric
+
+_AVERAGES = ("micro", "macro", "weighted", "none")
+_NORMALIZE = ("true", "pred", "all", "none", None)
+_BAD_LABELS = ("{metric}: {count} value(s) with a label outside the valid range were excluded "
+               "(targets must be in [0, num_classes) or ignore_index; integer preds in [0, num_classes))")
+
+
+# ---- argument checks (host only) --------------------------------------------------------
+def _check_common(owner: str, multidim_average: str, ignore_index: Optional[int]) -> None:
+    if multidim_average != "global":
+        raise TypeError(
+            f"{owner}: multidim_average={multidim_average!r} is not supported by syncfree (per-sample "
+            "states grow with the data). Use multidim_average='global', or keep torchmetrics for this metric."
+        )
+    if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
+        raise ValueError(f"{owner}: ignore_index must be None or an int, got {ignore_index!r}")
+
+
+def _check_zero_division(owner: str, zero_division: Any) -> float:
+    if zero_division not in (0, 1):
+        raise ValueError(f"{owner}: zero_division must be 0 or 1, got {zero_division!r}")
+    return float(zero_division)
+
+
+def _check_num_classes(owner: str, num_classes: Any) -> int:
+    if num_classes is None:
+        raise TypeError(
+            f"{owner}: num_classes is required: syncfree keeps fixed-size per-class states on the device. "
+            "Pass num_classes=<number of classes>."
+        )
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+        raise ValueError(f"{owner}: num_classes must be an int larger than 1, got {num_classes!r}")
+    return num_classes
+
+
+def _check_target(owner: str, preds: Tensor, target: Tensor) -> None:
+    if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+        raise TypeError(f"{owner}.update: preds and target must be tensors")
+    if target.is_floating_point() or target.is_complex():
+        raise TypeError(
+            f"{owner}.update: target must hold integer class labels, got dtype {target.dtype}. "
+            "Convert it with target.long()."
+        )
+
+
+# ---- batch -> labels ----------------------------------------------------------------------
+def _valid_and_bad(t: Tensor, pl: Tensor, num_classes: int, ignore_index: Optional[int]) -> Tuple[Tensor, Tensor]:
+    """(keep mask, count of non-ignored entries with an out-of-range label)."""
+    in_range = (t >= 0) & (t < num_classes) & (pl >= 0) & (pl < num_classes)
+    if ignore_index is None:
+        return in_range, (~in_range).sum()
+    ignored = t == ignore_index
+    return in_range & ~ignored, (~in_range & ~ignored).sum()
+
+
+def _binary_labels(owner: str, preds: Tensor, target: Tensor, threshold: float,
+                   ignore_index: Optional[int]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    _check_target(owner, preds, target)
+    if preds.shape != target.shape:
+        raise ValueError(
+            f"{owner}.update: preds and target must have the same shape, got {tuple(preds.shape)} "
+            f"and {tuple(target.shape)}"
+        )
+    p = preds.reshape(-1)
+    if p.is_floating_point():
+        # Probabilities when every value is in [0, 1], else logits: decided on the device.
+        probabilities = ((p >= 0) & (p <= 1)).all()
+        p = torch.where(probabilities, p, p.sigmoid())
+        pl = (p > threshold).long()
+    else:
+        pl = p.long()
+    t = target.reshape(-1).long()
+    keep, bad = _valid_and_bad(t, pl, 2, ignore_index)
+    return t, pl, keep, bad
+
+
+def _multiclass_labels(owner: str, preds: Tensor, target: Tensor, num_classes: int, top_k: int,
+                       ignore_index: Optional[int]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    _check_target(owner, preds, target)
+    t = target.reshape(-1).long()
+    if preds.is_floating_point():
+        expected = (target.shape[0], num_classes) + tuple(target.shape[1:]) if target.ndim else None
+        if preds.ndim != target.ndim + 1 or tuple(preds.shape) != expected:
+            raise ValueError(
+                f"{owner}.update: float preds must have shape (N, num_classes, ...) = {expected} for target "
+                f"of shape {tuple(target.shape)}, got {tuple(preds.shape)}"
+            )
+        scores = preds.movedim(1, -1).reshape(-1, num_classes)
+        if top_k == 1:
+            pl = scores.argmax(-1)
+        else:
+            top = scores.topk(top_k, dim=-1).indices
+            hit = (top == t.unsqueeze(-1)).any(-1)
+            pl = torch.where(hit, t, top[:, 0])
+    else:
+        if preds.shape != target.shape:
+            raise ValueError(
+                f"{owner}.update: integer preds and target must have the same shape, got "
+                f"{tuple(preds.shape)} and {tuple(target.shape)}"
+            )
+        if top_k != 1:
+            raise ValueError(f"{owner}.update: top_k={top_k} needs float scores of shape (N, num_classes, ...)")
+        pl = preds.reshape(-1).long()
+    keep, bad = _valid_and_bad(t, pl, num_classes, ignore_index)
+    return t, pl, keep, bad
+
+
+def _class_stats(t: Tensor, pl: Tensor, keep: Tensor, num_classes: int) -> Dict[str, Tensor]:
+    """Per-class tp/fp/tn/fn of the kept entries (scatter_add_ with a fixed size, no sync)."""
+    k = keep.long()
+    tc = torch.where(keep, t, torch.zeros_like(t))
+    pc = torch.where(keep, pl, torch.zeros_like(pl))
+    zeros = torch.zeros(num_classes, dtype=torch.int64, device=t.device)
+    tp = zeros.clone().scatter_add_(0, tc, k * (pl == t).long())
+    predicted = zeros.clone().scatter_add_(0, pc, k)
+    actual = zeros.scatter_add_(0, tc, k)
+    fp = predicted - tp
+    fn = actual - tp
+    tn = k.sum() - tp - fp - fn
+    return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+
+
+# ---- stats -> score -----------------------------------------------------------------------
+def _div(num: Tensor, den: Tensor, zero: float, dtype: torch.dtype) -> Tensor:
+    num, den = num.to(dtype), den.to(dtype)
+    return torch.where(den != 0, num / den, torch.full_like(num, zero))
+
+
+def _average(score: Tensor, average: str, tp: Tensor, fp: Tensor, fn: Tensor, top_k: int) -> Tensor:
+    if average == "none":
+        return score
+    if average == "weighted":
+        weights = (tp + fn).to(score.dtype)
+    else:
+        absent = (tp + fp + fn == 0) if top_k == 1 else (tp + fn == 0)
+        weights = torch.where(absent, torch.zeros_like(score), torch.ones_like(score))
+    return _div(weights * score, weights.sum(-1, keepdim=True), 0.0, score.dtype).sum(-1)
+
+
+def _score(kind: str, s: Mapping[str, Tensor], average: str, top_k: int, zero: float, dtype: torch.dtype) -> Tensor:
+    tp, fp, tn, fn = s["tp"], s["fp"], s["tn"], s["fn"]
+    if kind == "accuracy":
+        if average == "binary":
+            return _div(tp + tn, tp + tn + fp + fn, 0.0, dtype)
+        if average == "micro":
+            return _div(tp.sum(), (tp + fn).sum(), 0.0, dtype)
+        return _average(_div(tp, tp + fn, 0.0, dtype), average, tp, fp, fn, top_k)
+    if kind in ("precision", "recall"):
+        other = fp if kind == "precision" else fn
+        if average == "binary":
+            return _div(tp, tp + other, zero, dtype)
+        if average == "micro":
+            return _div(tp.sum(), (tp + other).sum(), zero, dtype)
+        return _average(_div(tp, tp + other, zero, dtype), average, tp, fp, fn, top_k)
+    # f1
+    if average == "micro":
+        tp, fp, fn = tp.sum(), fp.sum(), fn.sum()
+    score = _div(2 * tp, 2 * tp + fn + fp, zero, dtype)
+    if average in ("binary", "micro"):
+        return score
+    return _average(score, average, tp, fp, fn, 1)
+
+
+# ---- bases --------------------------------------------------------------------------------
+class _BinaryStatScores(Metric):
+    _kind = ""
+
+    def __init__(self, threshold: float, multidim_average: str, ignore_index: Optional[int],
+                 validate_args: bool, zero_division: Any, kwargs: Dict[str, Any]) -> None:
+        zero_division = kwargs.pop("zero_division", zero_division)
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        _check_common(owner, multidim_average, ignore_index)
+        if not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            raise ValueError(f"{owner}: threshold must be a float in [0, 1], got {threshold!r}")
+        self.threshold = float(threshold)
+        self.multidim_average = multidim_average
+        self.ignore_index = ignore_index
+        self.validate_args = validate_args
+        self.zero_division = _check_zero_division(owner, zero_division)
+        for name in ("tp", "fp", "tn", "fn"):
+            self.add_state(name, (), torch.int64, "sum")
+        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
+
+    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
+        t, pl, keep, bad = _binary_labels(type(self).__name__, preds, target, self.threshold, self.ignore_index)
+        stats = {name: value[1] for name, value in _class_stats(t, pl, keep, 2).items()}
+        stats["_bad_label_count"] = bad
+        return stats
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        return _score(self._kind, states, "binary", 1, self.zero_division, self.dtype)
+
+
+class _MulticlassStatScores(Metric):
+    _kind = ""
+
+    def __init__(self, num_classes: Optional[int], top_k: int, average: Optional[str], multidim_average: str,
+                 ignore_index: Optional[int], validate_args: bool, zero_division: Any,
+                 kwargs: Dict[str, Any]) -> None:
+        zero_division = kwargs.pop("zero_division", zero_division)
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        _check_common(owner, multidim_average, ignore_index)
+        self.num_classes = _check_num_classes(owner, num_classes)
+        average = "none" if average is None else average
+        if average not in _AVERAGES:
+            raise ValueError(f"{owner}: average must be one of {_AVERAGES} or None, got {average!r}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= self.num_classes:
+            raise ValueError(f"{owner}: top_k must be an int in [1, num_classes], got {top_k!r}")
+        self.top_k = top_k
+        self.average = average
+        self.multidim_average = multidim_average
+        self.ignore_index = ignore_index
+        self.validate_args = validate_args
+        self.zero_division = _check_zero_division(owner, zero_division)
+        for name in ("tp", "fp", "tn", "fn"):
+            self.add_state(name, (self.num_classes,), torch.int64, "sum")
+        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
+
+    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
+        t, pl, keep, bad = _multiclass_labels(
+            type(self).__name__, preds, target, self.num_classes, self.top_k, self.ignore_index
+        )
+        stats = _class_stats(t, pl, keep, self.num_classes)
+        stats["_bad_label_count"] = bad
+        return stats
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        return _score(self._kind, states, self.average, self.top_k, self.zero_division, self.dtype)
+
+
+# ---- public classes -------------------------------------------------------------------------
+class BinaryAccuracy(_BinaryStatScores):
+    """Accuracy of binary predictions: (tp + tn) / all."""
+
+    _kind = "accuracy"
+
+    def __init__(self, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(threshold, multidim_average, ignore_index, validate_args, 0, kwargs)
+
+
+class BinaryPrecision(_BinaryStatScores):
+    """Precision of binary predictions: tp / (tp + fp)."""
+
+    _kind = "precision"
+
+    def __init__(self, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(threshold, multidim_average, ignore_index, validate_args, 0, kwargs)
+
+
+class BinaryRecall(_BinaryStatScores):
+    """Recall of binary predictions: tp / (tp + fn)."""
+
+    _kind = "recall"
+
+    def __init__(self, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(threshold, multidim_average, ignore_index, validate_args, 0, kwargs)
+
+
+class BinaryF1Score(_BinaryStatScores):
+    """F1 of binary predictions: 2 tp / (2 tp + fp + fn)."""
+
+    _kind = "f1"
+
+    def __init__(self, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> None:
+        super().__init__(threshold, multidim_average, ignore_index, validate_args, zero_division, kwargs)
+
+
+class MulticlassAccuracy(_MulticlassStatScores):
+    """Multiclass accuracy (micro: fraction correct; macro/weighted/none: per-class recall)."""
+
+    _kind = "accuracy"
+
+    def __init__(self, num_classes: Optional[int] = None, top_k: int = 1, average: Optional[str] = "macro",
+                 multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(num_classes, top_k, average, multidim_average, ignore_index, validate_args, 0, kwargs)
+
+
+class MulticlassPrecision(_MulticlassStatScores):
+    """Multiclass precision."""
+
+    _kind = "precision"
+
+    def __init__(self, num_classes: Optional[int] = None, top_k: int = 1, average: Optional[str] = "macro",
+                 multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(num_classes, top_k, average, multidim_average, ignore_index, validate_args, 0, kwargs)
+
+
+class MulticlassRecall(_MulticlassStatScores):
+    """Multiclass recall."""
+
+    _kind = "recall"
+
+    def __init__(self, num_classes: Optional[int] = None, top_k: int = 1, average: Optional[str] = "macro",
+                 multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(num_classes, top_k, average, multidim_average, ignore_index, validate_args, 0, kwargs)
+
+
+class MulticlassF1Score(_MulticlassStatScores):
+    """Multiclass F1 score."""
+
+    _kind = "f1"
+
+    def __init__(self, num_classes: Optional[int] = None, top_k: int = 1, average: Optional[str] = "macro",
+                 multidim_average: str = "global", ignore_index: Optional[int] = None,
+                 validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> None:
+        super().__init__(num_classes, top_k, average, multidim_average, ignore_index, validate_args,
+                         zero_division, kwargs)
+
+
+class _ConfusionMatrixBase(Metric):
+    def _init_confmat(self, num_classes: int, normalize: Optional[str], ignore_index: Optional[int],
+                      validate_args: bool) -> None:
+        owner = type(self).__name__
+        _check_common(owner, "global", ignore_index)
+        if normalize not in _NORMALIZE:
+            raise ValueError(f"{owner}: normalize must be one of {_NORMALIZE}, got {normalize!r}")
+        self.num_classes = num_classes
+        self.normalize = normalize
+        self.ignore_index = ignore_index
+        self.validate_args = validate_args
+        self.add_state("confmat", (num_classes, num_classes), torch.int64, "sum")
+        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
+
+    def _from_labels(self, t: Tensor, pl: Tensor, keep: Tensor, bad: Tensor) -> Dict[str, Tensor]:
+        c = self.num_classes
+        index = torch.where(keep, t * c + pl, torch.zeros_like(t))
+        counts = torch.zeros(c * c, dtype=torch.int64, device=t.device).scatter_add_(0, index, keep.long())
+        return {"confmat": counts.view(c, c), "_bad_label_count": bad}
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        confmat = states["confmat"]
+        if self.normalize in (None, "none"):
+            return confmat.clone()
+        confmat = confmat.to(self.dtype)
+        if self.normalize == "true":
+            confmat = confmat / confmat.sum(-1, keepdim=True)
+        elif self.normalize == "pred":
+            confmat = confmat / confmat.sum(-2, keepdim=True)
+        else:
+            confmat = confmat / confmat.sum()
+        # Rows/columns without samples give 0/0: zero, as torchmetrics does (without its warning).
+        return torch.where(torch.isnan(confmat), torch.zeros_like(confmat), confmat)
+
+
+class BinaryConfusionMatrix(_ConfusionMatrixBase):
+    """2 x 2 confusion matrix (rows: target, columns: prediction)."""
+
+    def __init__(self, threshold: float = 0.5, ignore_index: Optional[int] = None,
+                 normalize: Optional[str] = None, validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.threshold = float(threshold)
+        self._init_confmat(2, normalize, ignore_index, validate_args)
+
+    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
+        return self._from_labels(*_binary_labels(type(self).__name__, preds, target, self.threshold,
+                                                 self.ignore_index))
+
+
+class MulticlassConfusionMatrix(_ConfusionMatrixBase):
+    """num_classes x num_classes confusion matrix (rows: target, columns: prediction)."""
+
+    def __init__(self, num_classes: Optional[int] = None, ignore_index: Optional[int] = None,
+                 normalize: Optional[str] = None, validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._init_confmat(_check_num_classes(type(self).__name__, num_classes), normalize, ignore_index,
+                           validate_args)
+
+    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
+        return self._from_labels(*_multiclass_labels(type(self).__name__, preds, target, self.num_classes, 1,
+                                                     self.ignore_index))
+
+
+# ---- task wrappers (torchmetrics' Accuracy(task=...) etc.) ----------------------------------
+def _task(owner: str, task: Any) -> str:
+    task = getattr(task, "value", task)
+    if task == "multilabel":
+        raise TypeError(
+            f"{owner}: task='multilabel' is not supported by syncfree. Keep torchmetrics' "
+            f"Multilabel{owner} for it, or use task='binary' / 'multiclass'."
+        )
+    if task not in ("binary", "multiclass"):
+        raise ValueError(f"{owner}: task must be 'binary' or 'multiclass', got {task!r}")
+    return task
+
+
+class Accuracy:
+    """``Accuracy(task=...)`` builds a :class:`BinaryAccuracy` or :class:`MulticlassAccuracy`."""
+
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[str] = "micro",
+                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
+                validate_args: bool = True, **kwargs: Any) -> Metric:
+        if _task("Accuracy", task) == "binary":
+            return BinaryAccuracy(threshold, multidim_average, ignore_index, validate_args, **kwargs)
+        return MulticlassAccuracy(num_classes, top_k or 1, average, multidim_average, ignore_index,
+                                  validate_args, **kwargs)
+
+
+class Precision:
+    """``Precision(task=...)`` builds a :class:`BinaryPrecision` or :class:`MulticlassPrecision`."""
+
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[str] = "micro",
+                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
+                validate_args: bool = True, **kwargs: Any) -> Metric:
+        if _task("Precision", task) == "binary":
+            return BinaryPrecision(threshold, multidim_average, ignore_index, validate_args, **kwargs)
+        return MulticlassPrecision(num_classes, top_k or 1, average, multidim_average, ignore_index,
+                                   validate_args, **kwargs)
+
+
+class Recall:
+    """``Recall(task=...)`` builds a :class:`BinaryRecall` or :class:`MulticlassRecall`."""
+
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[str] = "micro",
+                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
+                validate_args: bool = True, **kwargs: Any) -> Metric:
+        if _task("Recall", task) == "binary":
+            return BinaryRecall(threshold, multidim_average, ignore_index, validate_args, **kwargs)
+        return MulticlassRecall(num_classes, top_k or 1, average, multidim_average, ignore_index,
+                                validate_args, **kwargs)
+
+
+class F1Score:
+    """``F1Score(task=...)`` builds a :class:`BinaryF1Score` or :class:`MulticlassF1Score`."""
+
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[str] = "micro",
+                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
+                validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> Metric:
+        if _task("F1Score", task) == "binary":
+            return BinaryF1Score(threshold, multidim_average, ignore_index, validate_args, zero_division, **kwargs)
+        return MulticlassF1Score(num_classes, top_k or 1, average, multidim_average, ignore_index,
+                                 validate_args, zero_division, **kwargs)
+
+
+class ConfusionMatrix:
+    """``ConfusionMatrix(task=...)`` builds a binary or multiclass confusion matrix."""
+
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, normalize: Optional[str] = None,
+                ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
+        if _task("ConfusionMatrix", task) == "binary":
+            return BinaryConfusionMatrix(threshold, ignore_index, normalize, validate_args, **kwargs)
+        return MulticlassConfusionMatrix(num_classes, ignore_index, normalize, validate_args, **kwargs)

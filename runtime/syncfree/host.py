@@ -1,0 +1,136 @@
+"""``to_host``: every result and every deferred check, read with one device-to-host transfer."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, List, Tuple
+
+import torch
+from torch import Tensor
+
+from syncfree.metric import Metric, _ChecksOnly
+
+
+class _Leaf:
+    """Placeholder for the tensor at ``index`` in the flat read."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _read_host(flat: Tensor) -> List[float]:
+    """The single device-to-host transfer of ``to_host`` (one call per device)."""
+    return flat.tolist()
+
+
+def _members(x: Any) -> List[Metric]:
+    from syncfree.collection import MetricCollection
+
+    return list(x._metrics.values()) if isinstance(x, MetricCollection) else [x]
+
+
+def _plan(x: Any, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]]) -> Any:
+    """Replace every tensor by a ``_Leaf``; collect results and check counters."""
+    from syncfree.collection import MetricCollection
+
+    if isinstance(x, _ChecksOnly):
+        _plan_checks(x.metric, leaves, checks)
+        return None
+    if isinstance(x, (Metric, MetricCollection)):
+        x.wait_sync()
+        for member in _members(x):
+            member.wait_sync()
+            _plan_checks(member, leaves, checks)
+        return _plan(x.compute(), leaves, checks)
+    if isinstance(x, Tensor):
+        leaves.append(x.detach())
+        return _Leaf(len(leaves) - 1)
+    if isinstance(x, dict):
+        return {k: _plan(v, leaves, checks) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plan(v, leaves, checks) for v in x]
+    return x
+
+
+def _plan_checks(metric: Metric, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]]) -> None:
+    for counter, policy, message in metric.check_counters():
+        leaves.append(counter.detach())
+        checks.append((type(metric).__name__, policy, message, len(leaves) - 1))
+
+
+def _to_python(values: List[float], tensor: Tensor) -> Any:
+    integral = not (tensor.is_floating_point() or tensor.is_complex())
+    if integral:
+        values = [int(v) for v in values]
+    if tensor.ndim == 0:
+        return values[0]
+
+    def nest(flat: List[Any], shape: Tuple[int, ...]) -> List[Any]:
+        if len(shape) == 1:
+            return list(flat)
+        step = len(flat) // shape[0] if shape[0] else 0
+        return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+    return nest(values, tuple(tensor.shape))
+
+
+def _read_all(leaves: List[Tensor]) -> List[Any]:
+    """Python values of ``leaves``, with one transfer per device (one in the usual case)."""
+    by_device: Dict[torch.device, List[int]] = {}
+    for i, t in enumerate(leaves):
+        by_device.setdefault(t.device, []).append(i)
+    out: List[Any] = [None] * len(leaves)
+    for device, indices in by_device.items():
+        flat = torch.cat([leaves[i].reshape(-1).to(torch.float64) for i in indices])
+        values = _read_host(flat)
+        offset = 0
+        for i in indices:
+            n = leaves[i].numel()
+            out[i] = _to_python(values[offset:offset + n], leaves[i])
+            offset += n
+    return out
+
+
+def _fill(template: Any, values: List[Any]) -> Any:
+    if isinstance(template, _Leaf):
+        return values[template.index]
+    if isinstance(template, dict):
+        return {k: _fill(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, values) for v in template]
+    return template
+
+
+def report_checks(checks: List[Tuple[str, str, str, int]], values: List[Any]) -> None:
+    """Warn for ``"warn"`` checks with a non-zero count; raise one ValueError for ``"error"`` ones."""
+    errors = []
+    for name, policy, message, index in checks:
+        count = values[index]
+        if not count:
+            continue
+        text = message.format(metric=name, count=count)
+        if policy == "error":
+            errors.append(text)
+        else:
+            warnings.warn(text, UserWarning, stacklevel=3)
+    if errors:
+        raise ValueError("; ".join(errors))
+
+
+def to_host(x: Any) -> Any:
+    """Compute ``x`` on the device and return Python values with ONE device-to-host transfer.
+
+    ``x`` is a metric, a ``MetricCollection``, a tensor, or a (nested) dict/list/tuple of them.
+    0-d results become floats (ints for integer tensors), others nested lists; dicts and lists
+    mirror the input. Pending syncs are waited for. Deferred value checks (NaN counts, labels out
+    of range) are read in the same transfer, then reported: ``"warn"`` checks warn, ``"error"``
+    checks raise ``ValueError`` naming the metric and the count.
+    """
+    leaves: List[Tensor] = []
+    checks: List[Tuple[str, str, str, int]] = []
+    template = _plan(x, leaves, checks)
+    values = _read_all(leaves) if leaves else []
+    report_checks(checks, values)
+    return _fill(template, values)

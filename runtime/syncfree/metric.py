@@ -1,0 +1,254 @@
+"""The base class of every syncfree metric.
+
+A metric is a set of linearly additive *states* (tensors on the metric's device, each with a
+reduce op: ``"sum"``, ``"max"`` or ``"min"``) plus three pure functions written by subclasses:
+
+- ``_batch(*args)`` turns one batch into a contribution for every state (no host sync);
+- ``_compute(states)`` turns states into the result (device tensors, no host sync);
+- ``_checks`` names the counter states reported by :func:`syncfree.to_host`.
+
+``update`` merges a batch contribution into the local states in place. Distributed sync never
+touches the local states: it fills a separate *synced* copy that ``compute`` reads until the next
+``update``/``reset``/``unsync``, so local accumulation can go on after a sync.
+
+Checkpoints (``state_dict``/``load_state_dict``, the ``torch.distributed.checkpoint`` Stateful
+protocol) hold this rank's local states; see :mod:`syncfree.checkpoint` for the multi-rank scheme.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+
+from syncfree import checkpoint as _ckpt
+
+REDUCE_OPS = ("sum", "max", "min")
+
+# (counter state name, policy, message) -- policy is "error", "warn" or "off".
+Check = Tuple[str, str, str]
+
+
+def identity_value(op: str, dtype: torch.dtype) -> Union[int, float]:
+    """The neutral element of ``op`` for ``dtype`` (what an empty state holds)."""
+    if op == "sum":
+        return 0
+    if dtype.is_floating_point:
+        return -math.inf if op == "max" else math.inf
+    info = torch.iinfo(dtype)
+    return info.min if op == "max" else info.max
+
+
+def as_tensor(value: Any, dtype: torch.dtype) -> Tensor:
+    """A tensor input as is; a Python number as a CPU 0-d tensor (no host-to-device copy)."""
+    if isinstance(value, Tensor):
+        return value
+    return torch.as_tensor(value, dtype=dtype)
+
+
+_UNSUPPORTED_KWARGS = {
+    "compute_on_cpu": (
+        False,
+        "compute_on_cpu=True is not supported: it copies every state to the host. Keep states on "
+        "the device and read results once with syncfree.to_host(metric).",
+    ),
+    "dist_sync_on_step": (
+        False,
+        "dist_sync_on_step=True is not supported: it synchronizes every step. Call "
+        "metric.trigger_sync() / metric.wait_sync() (or metric.sync()) where you need global values.",
+    ),
+    "dist_sync_fn": (
+        None,
+        "dist_sync_fn is not supported: syncfree reduces states with bucketed all_reduce. Drop the "
+        "argument and call metric.sync(group=...) to choose the process group.",
+    ),
+    "distributed_available_fn": (
+        None,
+        "distributed_available_fn is not supported: syncfree syncs only when you call "
+        "metric.sync(); drop the argument.",
+    ),
+}
+# Accepted and ignored: they change nothing here (sync happens only on an explicit call).
+_IGNORED_KWARGS = ("sync_on_compute", "compute_with_cache")
+
+
+def parse_base_kwargs(owner: str, kwargs: Dict[str, Any]) -> Any:
+    """Check the torchmetrics ``Metric`` keyword arguments; return the default process group."""
+    for name, (allowed, message) in _UNSUPPORTED_KWARGS.items():
+        if name in kwargs and kwargs.pop(name) != allowed:
+            raise TypeError(f"{owner}: {message}")
+    for name in _IGNORED_KWARGS:
+        kwargs.pop(name, None)
+    group = kwargs.pop("process_group", None)
+    if kwargs:
+        raise TypeError(f"{owner}: unexpected keyword argument(s) {sorted(kwargs)}")
+    return group
+
+
+class Metric(nn.Module):
+    """Base class: additive device states, sync-free ``update``/``compute``, async sync."""
+
+    # torchmetrics compatibility attributes.
+    full_state_update = False
+    is_differentiable = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        self._default_group = parse_base_kwargs(type(self).__name__, kwargs)
+        self._dtype = torch.get_default_dtype()
+        self._reductions: Dict[str, str] = {}
+        self._checks: List[Check] = []
+        self._synced: Optional[Dict[str, Tensor]] = None
+        self._pending: Any = None
+        self._verified_layouts: set = set()
+
+    # ---- states -------------------------------------------------------------------------
+    def add_state(self, name: str, shape: Sequence[int] = (), dtype: Optional[torch.dtype] = None,
+                  reduce: str = "sum") -> None:
+        """Register a state filled with the neutral element of ``reduce``."""
+        if reduce not in REDUCE_OPS:
+            raise ValueError(f"reduce must be one of {REDUCE_OPS}, got {reduce!r}")
+        dtype = dtype or self._dtype
+        value = torch.full(tuple(shape), identity_value(reduce, dtype), dtype=dtype)
+        self.register_buffer(name, value, persistent=False)
+        self._reductions[name] = reduce
+
+    def add_check(self, counter: str, policy: str, message: str) -> None:
+        """Declare that state ``counter`` counts bad values, reported by ``to_host`` per ``policy``.
+
+        ``message`` is formatted with ``count`` and ``metric``.
+        """
+        self.add_state(counter, (), torch.int64, "sum")
+        self._checks.append((counter, policy, message))
+
+    def local_states(self) -> Dict[str, Tensor]:
+        """This rank's states (live tensors)."""
+        return {name: getattr(self, name) for name in self._reductions}
+
+    def states(self) -> Dict[str, Tensor]:
+        """The states ``compute`` reads: the synced copy after a sync, else the local states."""
+        return self._synced if self._synced is not None else self.local_states()
+
+    @property
+    def device(self) -> torch.device:
+        return next(iter(self.buffers())).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The floating dtype of value states (the default dtype at construction)."""
+        return self._dtype
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def _batch(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
+        raise NotImplementedError
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        raise NotImplementedError
+
+    def _merge(self, batch: Mapping[str, Tensor]) -> None:
+        for name, value in batch.items():
+            state = getattr(self, name)
+            op = self._reductions[name]
+            if op == "sum":
+                state.add_(value)
+            elif op == "max":
+                state.copy_(torch.maximum(state, value.to(state.dtype)))
+            else:
+                state.copy_(torch.minimum(state, value.to(state.dtype)))
+        # The synced copy no longer describes this rank's states.
+        self._synced = None
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        """Add one batch to the local states, in place, without a host sync."""
+        self._merge(self._batch(*args, **kwargs))
+
+    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+        """Update with the batch and return the metric of this batch alone (no sync)."""
+        batch = self._batch(*args, **kwargs)
+        self._merge(batch)
+        return self._compute(batch)
+
+    def compute(self, check: bool = False) -> Tensor:
+        """The metric over everything seen (global after ``wait_sync``), as device tensors.
+
+        ``check=True`` reads the check counters to the host (a sync) and raises/warns now.
+        """
+        result = self._compute(self.states())
+        if check:
+            from syncfree.host import to_host
+
+            to_host(self._check_tensors_holder())
+        return result
+
+    def reset(self) -> None:
+        """Return every state to its neutral element and drop any synced copy."""
+        for name, op in self._reductions.items():
+            state = getattr(self, name)
+            state.fill_(identity_value(op, state.dtype))
+        self._synced = None
+        self._pending = None
+
+    def _apply(self, fn: Callable, *args: Any, **kwargs: Any) -> "Metric":
+        # A device move or cast invalidates the synced copy (it is not a buffer).
+        self._synced = None
+        return super()._apply(fn, *args, **kwargs)
+
+    # ---- checks -------------------------------------------------------------------------
+    def check_counters(self) -> List[Tuple[Tensor, str, str]]:
+        """(counter tensor, policy, formatted-message template) for every active check."""
+        states = self.states()
+        return [(states[name], policy, message) for name, policy, message in self._checks
+                if policy != "off"]
+
+    def _check_tensors_holder(self) -> "_ChecksOnly":
+        return _ChecksOnly(self)
+
+    # ---- distributed --------------------------------------------------------------------
+    def sync_entries(self) -> List[Tuple[str, "Metric", str]]:
+        """(label, owner, state name) of every state, for the bucketed sync."""
+        return [(name, self, name) for name in self._reductions]
+
+    def trigger_sync(self, group: Any = None) -> None:
+        """Start the all_reduce of every state (``async_op=True``); returns at once."""
+        from syncfree.distributed import start_sync
+
+        self._pending = start_sync(self, self.sync_entries(), group or self._default_group)
+
+    def wait_sync(self, timeout: Any = None) -> None:
+        """Finish a started sync; afterwards ``compute`` returns the global value."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.wait(timeout)
+
+    def sync(self, group: Any = None, timeout: Any = None) -> None:
+        """``trigger_sync`` then ``wait_sync``."""
+        self.trigger_sync(group)
+        self.wait_sync(timeout)
+
+    def unsync(self) -> None:
+        """Drop the synced copy: ``compute`` returns this rank's local value again."""
+        self._synced = None
+
+    # ---- checkpoint ---------------------------------------------------------------------
+    def state_dict(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:  # type: ignore[override]
+        """This rank's local states with ``_version``, ``_class``, rank and reduce ops."""
+        if args or kwargs:
+            # Called by a parent nn.Module: metric states are not model parameters.
+            return super().state_dict(*args, **kwargs)
+        return _ckpt.metric_state_dict(self)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, **kwargs: Any) -> None:  # type: ignore[override]
+        """Load a checkpoint of this class; a list of per-rank checkpoints is merged first."""
+        _ckpt.load_metric(self, state_dict, strict=strict)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class _ChecksOnly:
+    """Wraps a metric so that ``to_host`` reads only its check counters."""
+
+    def __init__(self, metric: Metric) -> None:
+        self.metric = metric

@@ -1,0 +1,1 @@
+"""pytest plugin of syncfree (being written)."""

@@ -1,0 +1,83 @@
+"""Regression metrics: mean squared error and mean absolute error.
+
+States: the sum of squared (or absolute) errors per output, in the metric's floating dtype
+(inputs are upcast first, so bf16/fp16 inputs accumulate in float32), and the int64 count of
+observations. NaN inputs propagate to the result, as in torchmetrics.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping
+
+import torch
+from torch import Tensor
+
+from syncfree.metric import Metric
+
+
+class _ErrorSum(Metric):
+    _state = ""
+
+    def __init__(self, num_outputs: int, kwargs: Dict[str, Any]) -> None:
+        super().__init__(**kwargs)
+        if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
+            raise ValueError(f"{type(self).__name__}: num_outputs must be a positive int, got {num_outputs!r}")
+        self.num_outputs = num_outputs
+        shape = () if num_outputs == 1 else (num_outputs,)
+        self.add_state(self._state, shape, self.dtype, "sum")
+        self.add_state("total", (), torch.int64, "sum")
+
+    def _error(self, diff: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
+        owner = type(self).__name__
+        if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+            raise TypeError(f"{owner}.update: preds and target must be tensors")
+        if preds.shape != target.shape:
+            raise ValueError(
+                f"{owner}.update: preds and target must have the same shape, got {tuple(preds.shape)} "
+                f"and {tuple(target.shape)}"
+            )
+        if self.num_outputs == 1:
+            preds, target = preds.reshape(-1), target.reshape(-1)
+        elif preds.ndim != 2 or preds.shape[1] != self.num_outputs:
+            raise ValueError(
+                f"{owner}.update: with num_outputs={self.num_outputs} preds must have shape (N, "
+                f"{self.num_outputs}), got {tuple(preds.shape)}"
+            )
+        diff = preds.to(self.dtype) - target.to(self.dtype)
+        count = torch.as_tensor(target.shape[0] if target.ndim else 1, dtype=torch.int64)
+        return {self._state: self._error(diff).sum(0), "total": count}
+
+
+class MeanSquaredError(_ErrorSum):
+    """Mean squared error (root mean squared error with ``squared=False``)."""
+
+    _state = "sum_squared_error"
+
+    def __init__(self, squared: bool = True, num_outputs: int = 1, **kwargs: Any) -> None:
+        super().__init__(num_outputs, kwargs)
+        self.squared = squared
+
+    def _error(self, diff: Tensor) -> Tensor:
+        return diff * diff
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        mse = states["sum_squared_error"] / states["total"]
+        return mse if self.squared else torch.sqrt(mse)
+
+
+class MeanAbsoluteError(_ErrorSum):
+    """Mean absolute error."""
+
+    _state = "sum_abs_error"
+
+    def __init__(self, num_outputs: int = 1, **kwargs: Any) -> None:
+        super().__init__(num_outputs, kwargs)
+
+    def _error(self, diff: Tensor) -> Tensor:
+        return diff.abs()
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        return states["sum_abs_error"] / states["total"]

@@ -1,0 +1,3 @@
+from syncfree_lint.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Shared analysis answered once per file: imports, tensor kinds, step scope, positions."""

@@ -1,0 +1,721 @@
+"""One pass over one parsed file: bindings, tensor kinds, step scope, and every rule.
+
+The walk visits nodes in source order. Bindings are updated as statements finish, so a rule
+looking at an expression sees what the names held just before it. Rules are dispatched by node
+type; they ask this object the shared questions (``kind``, ``qualname``, ``placement``) and call
+``report``. Nothing here prints or reads files.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.positions import PositionFinder
+from syncfree_lint.analysis.scope import (
+    STEP, ClassFrame, FunctionFrame, LoopFrame, Placement, has_modulo, is_early_exit,
+    is_step_marker, mentions_loader,
+)
+from syncfree_lint.diagnostic import Diagnostic, Fix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.rules.base import Rule
+
+# fields that never hold code worth visiting (whitespace, punctuation)
+_SKIP_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "semicolon", "colon", "equal", "star", "dot", "leading_lines",
+    "lines_after_decorators", "header", "footer", "newline", "trailing_whitespace",
+    "operator", "lbracket", "rbracket", "lbrace", "rbrace", "asynchronous", "arrow",
+    "whitespace_after_at", "default_comma", "relative", "quote", "prefix", "start", "end",
+})
+_FIELD_CACHE: Dict[type, Tuple[str, ...]] = {}
+_BATCH_PARAM_EXCLUDE = ("batch_idx", "batch_size", "batch_nb", "batch_index", "batch_num")
+
+
+def _fields(cls: type) -> Tuple[str, ...]:
+    names = _FIELD_CACHE.get(cls)
+    if names is None:
+        names = tuple(
+            f.name for f in dataclasses.fields(cls)
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELD_CACHE[cls] = names
+    return names
+
+
+@dataclass
+class Finding:
+    """A rule's report before its position and owner are settled."""
+
+    code: str
+    message: str
+    node: cst.CSTNode
+    statement: Optional[cst.CSTNode]
+    placement: Optional[Placement]  # None: reported wherever it is (not step-gated)
+    fix: Optional[Fix] = None
+
+
+@dataclass
+class CallSite:
+    placement: Placement
+    ref: Tuple[str, ...]  # ("name", n) | ("self", class_qualname, method) | ("dotted", qualified)
+
+
+@dataclass
+class FileFacts:
+    """What one file contributes to the run: findings, and its part of the call graph."""
+
+    path: str
+    module_name: str
+    root: str
+    definite: List[Diagnostic] = field(default_factory=list)
+    conditional: Dict[str, List[Diagnostic]] = field(default_factory=dict)  # function id -> findings
+    edges: List[Tuple[str, Tuple[str, ...], bool]] = field(default_factory=list)  # source, target ref, guarded
+    functions: Dict[str, str] = field(default_factory=dict)  # dotted name -> function id
+    errors: List[Diagnostic] = field(default_factory=list)
+
+
+class ModuleAnalysis:
+    """Walks one module once, answering the shared questions for every rule."""
+
+    def __init__(
+        self,
+        path: str,
+        source: str,
+        module: cst.Module,
+        rules: Sequence["Rule"],
+        step_functions: frozenset,
+        module_name: str = "",
+        is_package: bool = False,
+        root: str = "",
+        uses_accelerator: bool = True,
+    ) -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.step_functions = step_functions
+        self.module_name = module_name
+        self.root = root
+        self.uses_accelerator = uses_accelerator
+        self.imports = ImportMap(module_name, is_package)
+        self.inference = T.TensorInference(self.imports, self.lookup, self._call_kind)
+        self.findings: List[Finding] = []
+        self.calls: List[CallSite] = []
+        self.rule_errors: List[Tuple[str, BaseException]] = []
+        self._dispatch: Dict[type, List["Rule"]] = {}
+        for rule in rules:
+            for node_type in rule.node_types:
+                self._dispatch.setdefault(node_type, []).append(rule)
+        self._disabled: Set[str] = set()
+        self._state: Dict[str, Dict[Any, Any]] = {}
+        # scopes
+        self.module_env: Dict[str, Optional[str]] = {}
+        self._envs: List[Dict[str, Optional[str]]] = [self.module_env]
+        self.function: Optional[FunctionFrame] = None
+        self.class_frame: Optional[ClassFrame] = None
+        self.loops: List[LoopFrame] = []
+        self.guard_depth = 0
+        self.statement: Optional[cst.CSTNode] = None
+        self._stores: Set[int] = set()
+        self._loop_calls: List[Tuple[LoopFrame, Tuple[str, ...]]] = []
+        self.functions: Dict[str, FunctionFrame] = {}  # local qualname -> frame
+        self.classes: Dict[str, ClassFrame] = {}
+        self.returns: Dict[str, Optional[str]] = {}  # local qualname -> return kind
+        self._marker_functions: Set[str] = set()
+        self._prefix: List[str] = []
+
+    # ------------------------------------------------------------------ questions rules ask
+    def kind(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The inferred kind of ``expr`` (see ``analysis.tensors``)."""
+        return self.inference.kind(expr)
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Positive evidence that ``expr`` is a tensor that may live on an accelerator."""
+        return self.inference.kind(expr) in T.DEVICE_TENSORS
+
+    def maybe_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Not known to be anything but a device tensor (numpy, number, host tensor, module)."""
+        return self.inference.kind(expr) not in T.NOT_DEVICE
+
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.imports.qualname(expr)
+
+    def is_store(self, node: cst.CSTNode) -> bool:
+        """True for an assignment target (``t[mask] = ...``)."""
+        return id(node) in self._stores
+
+    def state(self, rule: "Rule") -> Dict[Any, Any]:
+        """Per-file scratch space for one rule."""
+        return self._state.setdefault(rule.code, {})
+
+    def report(self, rule: "Rule", node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
+        placement = self.placement() if rule.step_only else None
+        if placement is not None and placement.function is None and not placement.loops:
+            return  # module-level code outside loops runs once
+        self.findings.append(Finding(rule.code, message or rule.message, node, self.statement, placement, fix))
+
+    def placement(self) -> Placement:
+        guarded = self.guard_depth > 0 or any(loop.rest_guarded for loop in self.loops)
+        if self.function is not None and self.function.rest_guarded:
+            guarded = True
+        return Placement(tuple(self.loops), self.function, guarded)
+
+    # ------------------------------------------------------------------ bindings
+    def lookup(self, name: str) -> Optional[str]:
+        for env in reversed(self._envs):
+            if name in env:
+                return env[name]
+        if name.startswith("self.") and self.class_frame is not None:
+            return self.class_frame.attrs.get(name)
+        return None
+
+    def _bind(self, name: str, kind: Optional[str]) -> None:
+        self._envs[-1][name] = kind
+        if name.startswith("self.") and self.class_frame is not None and self.function is not None:
+            previous = self.class_frame.attrs.get(name)
+            if kind is not None or previous is None:
+                self.class_frame.attrs[name] = kind
+
+    def _evidence(self, expr: cst.BaseExpression, kind: str) -> None:
+        """Learn a name's kind from how it is used (``loss.backward()`` -> tensor)."""
+        name = dotted(expr)
+        if name is not None and self.lookup(name) is None and not self.imports.imported(name.split(".")[0]):
+            self._bind(name, kind)
+
+    def _bind_target(self, target: cst.BaseExpression, kind: Optional[str]) -> None:
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            name = dotted(target)
+            if name is not None:
+                self._bind(name, kind)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            element_kind = kind if kind in T.DEVICE_TENSORS else None
+            for element in target.elements:
+                self._bind_target(element.value, element_kind)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, None)
+
+    def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        for target in targets:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                kinds = self._elementwise(value, len(target.elements))
+                if kinds is not None:
+                    for element, kind in zip(target.elements, kinds):
+                        self._bind_target(element.value, kind)
+                    continue
+            self._bind_target(target, self.kind(value))
+
+    def _elementwise(self, value: cst.BaseExpression, count: int) -> Optional[List[Optional[str]]]:
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count:
+            return [self.kind(el.value) for el in value.elements]
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value in ("prepare", "setup") and len(value.args) == count:
+                return [self.kind(arg.value) for arg in value.args]
+        return None
+
+    def _call_kind(self, call: cst.Call) -> Optional[str]:
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in self.returns:
+                return self.returns[name]
+            if name in self.classes:
+                return T.MODULE if self.classes[name].is_module else None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            if self.class_frame is not None:
+                key = f"{self.class_frame.qualname}.{func.attr.value}"
+                if key in self.returns:
+                    return self.returns[key]
+        return None
+
+    # ------------------------------------------------------------------ the walk
+    def run(self) -> None:
+        self._visit_body(self.module.body)
+        self._settle_loops()
+
+    def _visit(self, node: cst.CSTNode) -> None:
+        special = _SPECIAL.get(type(node))
+        if special is not None:
+            special(self, node)
+            return
+        self._rules(node)
+        self._children(node)
+
+    def _children(self, node: cst.CSTNode) -> None:
+        for name in _fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                self._visit(value)
+            elif isinstance(value, (tuple, list)):
+                for child in value:
+                    if isinstance(child, cst.CSTNode):
+                        self._visit(child)
+
+    def _rules(self, node: cst.CSTNode) -> None:
+        rules = self._dispatch.get(type(node))
+        if not rules:
+            return
+        for rule in rules:
+            if rule.code in self._disabled:
+                continue
+            try:
+                rule.check(node, self)
+            except RecursionError:
+                raise
+            except Exception as exc:  # a bug in one rule must not stop the others
+                self._disabled.add(rule.code)
+                self.rule_errors.append((rule.code, exc))
+
+    def _visit_body(self, body: Sequence[cst.CSTNode]) -> None:
+        for statement in body:
+            self._visit(statement)
+
+    def _suite(self, suite: Optional[cst.CSTNode]) -> None:
+        if suite is None:
+            return
+        if isinstance(suite, cst.IndentedBlock):
+            self._visit_body(suite.body)
+        elif isinstance(suite, cst.SimpleStatementSuite):
+            for small in suite.body:
+                self.statement = small
+                self._visit(small)
+        else:
+            self._visit(suite)
+
+    # statements
+    def _simple_line(self, node: cst.SimpleStatementLine) -> None:
+        for small in node.body:
+            self.statement = small
+            self._visit(small)
+        if self.function is not None:
+            self.function.statements_seen += 1
+
+    def _assign_stmt(self, node: cst.Assign) -> None:
+        self._rules(node)
+        self._visit(node.value)
+        for target in node.targets:
+            self._mark_store(target.target)
+            self._visit(target.target)
+        self._assign([t.target for t in node.targets], node.value)
+
+    def _ann_assign(self, node: cst.AnnAssign) -> None:
+        self._rules(node)
+        if node.value is not None:
+            self._visit(node.value)
+            self._mark_store(node.target)
+            self._visit(node.target)
+            self._assign([node.target], node.value)
+
+    def _aug_assign(self, node: cst.AugAssign) -> None:
+        self._rules(node)
+        self._visit(node.value)
+        self._mark_store(node.target)
+        self._visit(node.target)
+        name = dotted(node.target)
+        if name is not None:
+            self._bind(name, T.combine(self.lookup(name), self.kind(node.value)))
+
+    def _mark_store(self, target: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Subscript, cst.Name, cst.Attribute)):
+            self._stores.add(id(target))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._mark_store(element.value)
+
+    def _named_expr(self, node: cst.NamedExpr) -> None:
+        self._rules(node)
+        self._visit(node.value)
+        self._bind_target(node.target, self.kind(node.value))
+
+    def _return(self, node: cst.Return) -> None:
+        self._rules(node)
+        if node.value is not None:
+            self._visit(node.value)
+            if self.function is not None:
+                value = node.value
+                if isinstance(value, cst.Tuple):
+                    kinds = [self.kind(el.value) for el in value.elements]
+                    kind = T.TENSOR if any(k in T.DEVICE_TENSORS for k in kinds) else None
+                else:
+                    kind = self.kind(value)
+                self.function.returns.append(kind)
+
+    def _import(self, node: cst.Import) -> None:
+        self.imports.add_import(node)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        self.imports.add_import_from(node)
+
+    def _if(self, node: cst.If) -> None:
+        self.statement = node
+        self._rules(node)
+        self._visit(node.test)
+        guard = has_modulo(node.test)
+        if guard:
+            self.guard_depth += 1
+        self._suite(node.body)
+        if guard:
+            self.guard_depth -= 1
+        if node.orelse is not None:
+            if isinstance(node.orelse, cst.If):
+                self._if(node.orelse)
+            else:
+                self._suite(node.orelse.body)
+        exit_kind = is_early_exit(node)
+        if exit_kind == "continue" and guard and self.loops:
+            self.loops[-1].rest_guarded = True
+        elif exit_kind == "return" and self.function is not None and not self.loops:
+            top = self.function.statements_seen <= 2
+            negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
+            if guard or (top and negated):
+                self.function.rest_guarded = True
+        if self.function is not None:
+            self.function.statements_seen += 1
+
+    def _for(self, node: cst.For) -> None:
+        self.statement = node
+        self._rules(node)
+        self._visit(node.iter)
+        over_loader = mentions_loader(node.iter) or self.kind(node.iter) == T.LOADER
+        self._bind_loop_target(node.target, node.iter, over_loader)
+        loop = LoopFrame(over_loader and self.uses_accelerator)
+        self.loops.append(loop)
+        self._suite(node.body)
+        self.loops.pop()
+        if node.orelse is not None:
+            self._suite(node.orelse.body)
+
+    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool) -> None:
+        if over_loader:
+            is_enumerate = (
+                isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)
+                and iterable.func.value == "enumerate"
+            )
+            if is_enumerate and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                self._bind_target(target.elements[0].value, T.NUMBER)
+                self._bind_batch(target.elements[1].value)
+            else:
+                self._bind_batch(target)
+            return
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
+            self._bind_target(target, T.NUMBER)
+            return
+        kind = self.kind(iterable)
+        self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
+
+    def _bind_batch(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_batch(element.value)
+        elif isinstance(target, (cst.Name, cst.Attribute)):
+            self._bind_target(target, T.BATCH)
+
+    def _while(self, node: cst.While) -> None:
+        self.statement = node
+        self._rules(node)
+        loop = LoopFrame(False)
+        self.loops.append(loop)
+        self._visit(node.test)
+        self._suite(node.body)
+        self.loops.pop()
+        if node.orelse is not None:
+            self._suite(node.orelse.body)
+
+    def _compound(self, node: cst.CSTNode) -> None:
+        """With / Try / Match: visit the header in the statement, then the suites."""
+        self.statement = node
+        self._rules(node)
+        if isinstance(node, cst.With):
+            for item in node.items:
+                self._visit(item.item)
+                if item.asname is not None:
+                    self._bind_target(item.asname.name, None)  # type: ignore[arg-type]
+            self._suite(node.body)
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            self._suite(node.body)
+            for handler in node.handlers:
+                self.statement = node
+                if handler.type is not None:
+                    self._visit(handler.type)
+                self._suite(handler.body)
+            if node.orelse is not None:
+                self._suite(node.orelse.body)
+            if node.finalbody is not None:
+                self._suite(node.finalbody.body)
+        else:
+            self._children(node)
+        if self.function is not None:
+            self.function.statements_seen += 1
+
+    def _function(self, node: cst.FunctionDef) -> None:
+        self.statement = node
+        self._rules(node)
+        for decorator in node.decorators:
+            self._visit(decorator.decorator)
+        name = node.name.value
+        qualname = ".".join(self._prefix + [name])
+        is_step = name in self.step_functions and self.uses_accelerator
+        frame = FunctionFrame(qualname, name, is_step, self.class_frame)
+        self.functions[qualname] = frame
+        saved = (self.function, self.loops, self.guard_depth)
+        self.function, self.loops, self.guard_depth = frame, [], 0
+        env: Dict[str, Optional[str]] = {}
+        self._envs.append(env)
+        for param in self._params(node.params):
+            pname = param.name.value
+            if pname == "self" and self.class_frame is not None:
+                env[pname] = T.MODULE if self.class_frame.is_module else None
+            elif is_step and pname.startswith("batch") and pname not in _BATCH_PARAM_EXCLUDE:
+                env[pname] = T.BATCH
+            else:
+                env[pname] = None
+            frame.params.add(pname)
+            if param.default is not None:
+                self._visit(param.default)
+        self._prefix.append(name)
+        self._suite(node.body)
+        self._prefix.pop()
+        self._envs.pop()
+        self.function, self.loops, self.guard_depth = saved
+        kinds = set(frame.returns)
+        if len(kinds) == 1:
+            self.returns[qualname] = kinds.pop()
+        elif kinds and kinds <= T.DEVICE_TENSORS | {None} and kinds & T.DEVICE_TENSORS:
+            self.returns[qualname] = T.TENSOR
+        if self.function is not None:
+            self.function.statements_seen += 1
+
+    @staticmethod
+    def _params(params: cst.Parameters) -> List[cst.Param]:
+        out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+        if isinstance(params.star_arg, cst.Param):
+            out.append(params.star_arg)
+        if params.star_kwarg is not None:
+            out.append(params.star_kwarg)
+        return out
+
+    def _class(self, node: cst.ClassDef) -> None:
+        self.statement = node
+        self._rules(node)
+        for decorator in node.decorators:
+            self._visit(decorator.decorator)
+        bases = []
+        is_module = False
+        for base in node.bases:
+            self._visit(base.value)
+            qual = self.imports.qualname(base.value) or ""
+            bases.append(qual)
+            last = qual.rsplit(".", 1)[-1]
+            if qual.startswith("torch.nn.") or last in ("Module", "LightningModule") or (
+                qual in self.classes and self.classes[qual].is_module
+            ):
+                is_module = True
+        name = node.name.value
+        qualname = ".".join(self._prefix + [name])
+        frame = ClassFrame(qualname, name, is_module, tuple(bases))
+        self.classes[qualname] = frame
+        if is_module and not self._prefix:
+            self.module_env[name] = T.MODULE_CLASS
+        saved = self.class_frame
+        self.class_frame = frame
+        self._prefix.append(name)
+        self._suite(node.body)
+        self._prefix.pop()
+        self.class_frame = saved
+
+    def _call(self, node: cst.Call) -> None:
+        self._rules(node)
+        func = node.func
+        qual = self.imports.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if is_step_marker(node, qual):
+            if self.loops:
+                self.loops[-1].is_step = self.loops[-1].is_step or self.uses_accelerator
+            elif self.function is not None:
+                self._marker_functions.add(self.function.qualname)
+        self._learn_from_call(node, func, qual)
+        ref = self._call_ref(func, qual)
+        if ref is not None and (self.function is not None or self.loops):
+            site = CallSite(self.placement(), ref)
+            self.calls.append(site)
+            if self.loops:
+                self._loop_calls.append((self.loops[-1], ref))
+        self._children(node)
+
+    def _learn_from_call(self, node: cst.Call, func: cst.BaseExpression, qual: Optional[str]) -> None:
+        if isinstance(func, cst.Attribute):
+            attr = func.attr.value
+            if attr == "backward" and not node.args:
+                self._evidence(func.value, T.TENSOR)
+            elif attr == "backward" and node.args:
+                self._evidence(node.args[0].value, T.TENSOR)  # accelerator.backward(loss)
+            elif attr in T.MODULE_EVIDENCE_METHODS and attr != "zero_grad":
+                self._evidence(func.value, T.MODULE)
+        if qual is not None and qual.startswith("torch.distributed.") and node.args:
+            if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
+                self._evidence(node.args[0].value, T.TENSOR)
+
+    def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[Tuple[str, ...]]:
+        if isinstance(func, cst.Name):
+            if self.imports.imported(func.value):
+                return ("dotted", qual or func.value)
+            return ("name", func.value)
+        if isinstance(func, cst.Attribute):
+            if isinstance(func.value, cst.Name) and func.value.value == "self" and self.class_frame is not None:
+                return ("self", self.class_frame.qualname, func.attr.value)
+            text = dotted(func)
+            if text is not None and self.imports.imported(text.split(".")[0]):
+                head = (qual or "").split(".")[0]
+                if head in ("torch", "numpy", "math", "os", "sys", "time", "logging", "random"):
+                    return None
+                return ("dotted", qual or text)
+        return None
+
+    def _comp_for(self, node: cst.CompFor) -> None:
+        self._rules(node)
+        self._visit(node.iter)
+        self._bind_loop_target(node.target, node.iter, mentions_loader(node.iter))
+        for condition in node.ifs:
+            self._visit(condition)
+        if node.inner_for_in is not None:
+            self._visit(node.inner_for_in)
+
+    def _comprehension(self, node: cst.CSTNode) -> None:
+        """Visit the ``for`` clauses before the element, as Python evaluates them."""
+        self._rules(node)
+        self._visit(node.for_in)  # type: ignore[attr-defined]
+        for name in ("elt", "key", "value"):
+            part = getattr(node, name, None)
+            if part is not None:
+                self._visit(part)
+
+    def _lambda(self, node: cst.Lambda) -> None:
+        self._rules(node)
+        self._envs.append({p.name.value: None for p in self._params(node.params)})
+        self._visit(node.body)
+        self._envs.pop()
+
+    # ------------------------------------------------------------------ settling
+    def _settle_loops(self) -> None:
+        """A loop that calls a local function which itself steps is a step loop too."""
+        for loop, ref in self._loop_calls:
+            if loop.is_step:
+                continue
+            target = self.resolve_local(ref)
+            if target is not None and (target in self._marker_functions or self.functions[target].is_step):
+                loop.is_step = self.uses_accelerator
+
+    def resolve_local(self, ref: Tuple[str, ...]) -> Optional[str]:
+        """The local qualname a call refers to, when it is defined in this module."""
+        if ref[0] == "name":
+            return ref[1] if ref[1] in self.functions else None
+        if ref[0] == "self":
+            owner = self.classes.get(ref[1])
+            seen = 0
+            while owner is not None and seen < 10:
+                key = f"{owner.qualname}.{ref[2]}"
+                if key in self.functions:
+                    return key
+                owner = next((self.classes[b] for b in owner.bases if b in self.classes), None)
+                seen += 1
+        return None
+
+    def facts(self, report_guarded: bool, noqa: "NoqaFilter") -> FileFacts:
+        """Positions, owners and the call graph of this file, ready for the whole run."""
+        facts = FileFacts(self.path, self.module_name, self.root)
+        function_id = lambda qual: f"{self.path}::{qual}"  # noqa: E731
+        for qual in self.functions:
+            full = f"{self.module_name}.{qual}" if self.module_name else qual
+            facts.functions[full] = function_id(qual)
+        for site in self.calls:
+            owner = site.placement.owner()
+            if owner is None:
+                continue
+            source = STEP if owner == STEP else function_id(owner)
+            local = self.resolve_local(site.ref)
+            if local is not None:
+                facts.edges.append((source, ("id", function_id(local)), site.placement.guarded))
+            elif site.ref[0] == "dotted":
+                facts.edges.append((source, ("dotted", site.ref[1], self.root), site.placement.guarded))
+        finder: Optional[PositionFinder] = None
+        for finding in self.findings:
+            placement = finding.placement
+            owner = STEP if placement is None else placement.owner()
+            if owner is None:
+                continue
+            guarded = placement is not None and placement.guarded
+            if guarded and not report_guarded and owner == STEP:
+                continue
+            if finder is None:
+                finder = PositionFinder(self.source, self.module)
+            line, col, end_line, end_col = finder.position(finding.statement, finding.node)
+            if noqa.suppressed(finder.line_text(line), finding.code):
+                continue
+            diagnostic = Diagnostic(
+                self.path, line, col, finding.code, finding.message, finding.fix,
+                end_line, end_col, guarded,
+            )
+            if owner == STEP:
+                facts.definite.append(diagnostic)
+            else:
+                facts.conditional.setdefault(function_id(owner), []).append(diagnostic)
+        for code, exc in self.rule_errors:
+            facts.errors.append(Diagnostic(
+                self.path, 1, 1, "SFL001",
+                f"internal error in rule {code}: {type(exc).__name__}: {exc} (other rules still ran; please report this)",
+            ))
+        return facts
+
+
+class NoqaFilter:
+    """``# noqa`` and ``# noqa: SFL101,SFL2`` exactly as flake8 reads them."""
+
+    import re as _re
+
+    _PATTERN = _re.compile(
+        r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+)?(?:[A-Z][0-9]*(?:[,\s]+)?)*))?",
+        _re.IGNORECASE,
+    )
+    _SEPARATOR = _re.compile(r"[,\s]+")
+
+    def suppressed(self, line: str, code: str) -> bool:
+        if "noqa" not in line.lower():
+            return False
+        match = self._PATTERN.search(line)
+        if match is None:
+            return False
+        codes = match.group("codes")
+        if not codes:
+            return True
+        wanted = [c.strip().upper() for c in self._SEPARATOR.split(codes) if c.strip()]
+        return any(code == c or code.startswith(c) for c in wanted)
+
+
+_SPECIAL: Dict[Type[cst.CSTNode], Any] = {
+    cst.SimpleStatementLine: ModuleAnalysis._simple_line,
+    cst.Assign: ModuleAnalysis._assign_stmt,
+    cst.AnnAssign: ModuleAnalysis._ann_assign,
+    cst.AugAssign: ModuleAnalysis._aug_assign,
+    cst.NamedExpr: ModuleAnalysis._named_expr,
+    cst.Return: ModuleAnalysis._return,
+    cst.Import: ModuleAnalysis._import,
+    cst.ImportFrom: ModuleAnalysis._import_from,
+    cst.If: ModuleAnalysis._if,
+    cst.For: ModuleAnalysis._for,
+    cst.While: ModuleAnalysis._while,
+    cst.With: ModuleAnalysis._compound,
+    cst.Try: ModuleAnalysis._compound,
+    cst.TryStar: ModuleAnalysis._compound,
+    cst.Match: ModuleAnalysis._compound,
+    cst.FunctionDef: ModuleAnalysis._function,
+    cst.ClassDef: ModuleAnalysis._class,
+    cst.Call: ModuleAnalysis._call,
+    cst.CompFor: ModuleAnalysis._comp_for,
+    cst.ListComp: ModuleAnalysis._comprehension,
+    cst.SetComp: ModuleAnalysis._comprehension,
+    cst.GeneratorExp: ModuleAnalysis._comprehension,
+    cst.DictComp: ModuleAnalysis._comprehension,
+    cst.Lambda: ModuleAnalysis._lambda,
+}

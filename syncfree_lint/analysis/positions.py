@@ -1,0 +1,167 @@
+"""Positions of findings without libcst's PositionProvider (which re-generates the whole file).
+
+libcst statements and ``ast`` statements correspond one to one in source order, and ``ast``
+parses ten times faster than libcst. So a finding's statement gets its line range from ``ast``,
+and the node is found inside that range by its exact source text (libcst is lossless).
+When the two trees disagree (syntax newer than this Python), PositionProvider is the fallback.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+Position = Tuple[int, int, int, int]  # line, col (1-based), end_line, end_col
+
+
+def _cst_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
+        else:
+            yield statement
+            yield from _cst_children(statement)
+
+
+def _suite(node: Optional[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    if node is None:
+        return
+    if isinstance(node, cst.SimpleStatementSuite):
+        yield from node.body
+    elif isinstance(node, cst.IndentedBlock):
+        yield from _cst_statements(node.body)
+
+
+def _cst_children(statement: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield from _suite(getattr(statement, "body", None))
+    if isinstance(statement, (cst.Try, cst.TryStar)):
+        for handler in statement.handlers:
+            yield from _suite(handler.body)
+        if statement.orelse is not None:
+            yield from _suite(statement.orelse.body)
+        if statement.finalbody is not None:
+            yield from _suite(statement.finalbody.body)
+    elif isinstance(statement, cst.Match):
+        for case in statement.cases:
+            yield from _suite(case.body)
+    elif isinstance(statement, cst.If):
+        orelse = statement.orelse
+        if isinstance(orelse, cst.If):
+            yield orelse
+            yield from _cst_children(orelse)
+        elif orelse is not None:
+            yield from _suite(orelse.body)
+    elif isinstance(statement, (cst.For, cst.While)) and statement.orelse is not None:
+        yield from _suite(statement.orelse.body)
+
+
+def _ast_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            yield from _ast_statements(statement.body)
+            for handler in statement.handlers:
+                yield from _ast_statements(handler.body)
+            yield from _ast_statements(statement.orelse)
+            yield from _ast_statements(statement.finalbody)
+        elif hasattr(ast, "Match") and isinstance(statement, ast.Match):
+            for case in statement.cases:
+                yield from _ast_statements(case.body)
+        else:
+            yield from _ast_statements(getattr(statement, "body", ()))
+            yield from _ast_statements(getattr(statement, "orelse", ()))
+
+
+class PositionFinder:
+    """Resolves (statement, node) pairs of one file to source positions."""
+
+    def __init__(self, source: str, module: cst.Module) -> None:
+        self.source = source
+        self.module = module
+        self._starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+        self._map: Optional[Dict[int, ast.stmt]] = None
+        self._fallback: Optional[Dict[cst.CSTNode, object]] = None
+        self._seen: Dict[Tuple[int, str], int] = {}
+
+    def _statement_map(self) -> Dict[int, ast.stmt]:
+        if self._map is None:
+            self._map = {}
+            try:
+                tree = ast.parse(self.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return self._map
+            ours = list(_cst_statements(self.module.body))
+            theirs = list(_ast_statements(tree.body))
+            if len(ours) == len(theirs):
+                self._map = {id(a): b for a, b in zip(ours, theirs)}
+        return self._map
+
+    def _offset(self, line: int, col_utf8: int) -> int:
+        """Character offset of an ``ast`` (line, UTF-8 byte column) position."""
+        if line > len(self._starts):
+            return len(self.source)
+        start = self._starts[line - 1]
+        end = self._starts[line] if line < len(self._starts) else len(self.source)
+        text = self.source[start:end]
+        if text.isascii():
+            return start + col_utf8
+        return start + len(text.encode("utf-8")[:col_utf8].decode("utf-8", "ignore"))
+
+    def _line_col(self, offset: int) -> Tuple[int, int]:
+        lo, hi = 0, len(self._starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, offset - self._starts[lo] + 1
+
+    def position(self, statement: Optional[cst.CSTNode], node: cst.CSTNode) -> Position:
+        mapped = self._statement_map().get(id(statement)) if statement is not None else None
+        if mapped is None:
+            return self._provider_position(node)
+        start_line, start_col = mapped.lineno, mapped.col_offset
+        for decorator in getattr(mapped, "decorator_list", ()):
+            if decorator.lineno < start_line:
+                start_line, start_col = decorator.lineno, 0
+        start = self._offset(start_line, start_col)
+        end = self._offset(mapped.end_lineno or start_line, mapped.end_col_offset or 0)
+        if end <= start:
+            end = len(self.source)
+        text = self.module.code_for_node(node)
+        key = (id(statement), text)
+        nth = self._seen.get(key, 0)
+        self._seen[key] = nth + 1
+        at = start - 1
+        for _ in range(nth + 1):
+            found = self.source.find(text, at + 1, end) if text else -1
+            if found < 0:
+                break
+            at = found
+        if at < start:
+            at = start
+        line, col = self._line_col(at)
+        end_line, end_col = self._line_col(at + len(text))
+        return line, col, end_line, end_col
+
+    def _provider_position(self, node: cst.CSTNode) -> Position:
+        if self._fallback is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._fallback = dict(wrapper.resolve(PositionProvider))
+        rng = self._fallback.get(node)
+        if rng is None:
+            return 1, 1, 1, 1
+        return rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1  # type: ignore[attr-defined]
+
+    def line_text(self, line: int) -> str:
+        if line < 1 or line > len(self._starts):
+            return ""
+        start = self._starts[line - 1]
+        end = self._starts[line] if line < len(self._starts) else len(self.source)
+        return self.source[start:end]

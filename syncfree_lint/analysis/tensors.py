@@ -1,0 +1,405 @@
+"""Tensor inference: what kind of value an expression holds, on positive evidence only.
+
+Kinds are short strings. ``TENSOR`` (and ``MASK``/``BATCH``, which are tensors too) may live on
+an accelerator; ``HOST_TENSOR`` is a tensor already on the CPU (reading it costs no sync).
+``None`` means unknown: rules that need a tensor do not fire on it, rules on methods that only
+tensors have (``.item()``) may.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from syncfree_lint.analysis.imports import ImportMap, dotted
+
+TENSOR = "tensor"
+MASK = "mask"  # boolean tensor
+BATCH = "batch"  # drawn from a data loader (still on the host until moved)
+HOST_TENSOR = "host_tensor"
+MODULE = "module"
+MODULE_CLASS = "module_class"
+NUMBER = "number"
+NUMPY = "numpy"
+LOADER = "loader"
+ACCELERATOR = "accelerator"
+OTHER = "other"
+
+DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
+#: kinds on which a host read is certainly not a device sync
+NOT_DEVICE = frozenset({HOST_TENSOR, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, ACCELERATOR, OTHER})
+
+Lookup = Callable[[str], Optional[str]]
+
+# torch functions that return Python values or non-tensor objects
+_TORCH_NON_TENSOR_PREFIXES = (
+    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.optim.", "torch.utils.",
+    "torch.jit.", "torch.profiler.", "torch.amp.", "torch.testing.", "torch.hub.", "torch.onnx.",
+    "torch.multiprocessing.", "torch.mps.", "torch.xpu.", "torch.accelerator.", "torch.compiler.",
+    "torch._dynamo.", "torch.library.", "torch.overrides.", "torch.fx.", "torch.export.",
+    "torch.serialization.", "torch.random.", "torch.backends.",
+)
+_TORCH_NON_TENSOR = frozenset({
+    "torch.device", "torch.dtype", "torch.Size", "torch.is_tensor", "torch.is_storage",
+    "torch.is_floating_point", "torch.is_complex", "torch.numel", "torch.get_default_dtype",
+    "torch.set_default_dtype", "torch.manual_seed", "torch.seed", "torch.initial_seed",
+    "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
+    "torch.is_grad_enabled", "torch.autocast", "torch.load", "torch.save", "torch.Generator",
+    "torch.finfo", "torch.iinfo", "torch.get_num_threads", "torch.set_num_threads",
+    "torch.set_float32_matmul_precision", "torch.use_deterministic_algorithms",
+    "torch.set_printoptions", "torch.get_rng_state", "torch.set_rng_state",
+    "torch.autograd.backward", "torch.autograd.set_detect_anomaly", "torch.autograd.profiler",
+    "torch.set_default_device", "torch.is_inference_mode_enabled", "torch.is_autocast_enabled",
+})
+_TORCH_NUMBER = frozenset({
+    "torch.numel", "torch.distributed.get_rank", "torch.distributed.get_world_size",
+    "torch.cuda.device_count", "torch.cuda.current_device", "torch.cuda.max_memory_allocated",
+    "torch.cuda.memory_allocated", "torch.cuda.max_memory_reserved", "torch.cuda.memory_reserved",
+    "torch.get_num_threads",
+})
+# factories: host tensors unless a device is given
+_TORCH_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+    "rand", "randn", "randint", "randperm", "eye", "from_numpy", "Tensor", "FloatTensor",
+    "LongTensor", "IntTensor", "BoolTensor", "DoubleTensor", "HalfTensor", "ByteTensor",
+    "empty_strided", "normal", "bernoulli", "scalar_tensor",
+})
+_MASK_FUNCTIONS = frozenset({
+    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "greater", "less",
+    "greater_equal", "less_equal", "not_equal", "isin", "isclose", "signbit", "bool",
+    "bitwise_not",
+})
+# tensor methods returning Python values (not tensors)
+_TENSOR_VALUE_METHODS = {
+    "item": NUMBER, "tolist": OTHER, "numpy": NUMPY, "size": OTHER, "dim": NUMBER,
+    "ndimension": NUMBER, "numel": NUMBER, "nelement": NUMBER, "element_size": NUMBER,
+    "data_ptr": NUMBER, "get_device": NUMBER, "is_contiguous": OTHER, "stride": OTHER,
+    "storage_offset": NUMBER, "is_floating_point": OTHER, "is_complex": OTHER, "type": OTHER,
+    "__len__": NUMBER, "register_hook": OTHER, "backward": OTHER, "untyped_storage": OTHER,
+    "is_pinned": OTHER, "is_shared": OTHER, "equal": OTHER, "allclose": OTHER,
+}
+_TENSOR_NON_TENSOR_ATTRS = frozenset({
+    "shape", "dtype", "device", "is_cuda", "ndim", "requires_grad", "is_leaf", "layout",
+    "names", "itemsize", "nbytes", "grad_fn", "is_sparse", "is_quantized", "is_meta",
+})
+_TENSOR_TENSOR_ATTRS = frozenset({"grad", "data", "T", "mT", "H", "mH", "real", "imag"})
+_MODULE_METHODS_KEEP = frozenset({
+    "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_",
+    "apply", "type", "share_memory",
+})
+#: methods whose presence on a name proves it is an nn.Module
+MODULE_EVIDENCE_METHODS = frozenset({
+    "parameters", "named_parameters", "named_modules", "modules", "train", "eval",
+    "state_dict", "load_state_dict", "named_children", "children", "buffers", "named_buffers",
+    "register_forward_hook", "register_buffer", "zero_grad",
+})
+_NUMBER_CALLS = frozenset({
+    "len", "float", "int", "round", "ord", "hash", "id", "time.time", "time.perf_counter",
+    "time.monotonic", "time.process_time", "time.time_ns", "time.perf_counter_ns",
+})
+_OTHER_CALLS = frozenset({
+    "str", "repr", "format", "list", "dict", "tuple", "set", "frozenset", "sorted", "range",
+    "open", "print", "isinstance", "type", "bool", "enumerate", "zip", "map", "filter",
+    "getattr", "vars", "dir", "super", "object", "iter", "bytes",
+})
+_MODULE_WRAPPERS = frozenset({
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script",
+    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+    "torch.jit.trace", "torch.nn.utils.parametrize",
+})
+_LOADER_CLASSES = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_ACCELERATOR_CLASSES = ("accelerate.Accelerator", "lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric")
+
+CPU_DEVICE_TEXTS = frozenset({"'cpu'", '"cpu"'})
+
+
+def is_device_tensor(kind: Optional[str]) -> bool:
+    return kind in DEVICE_TENSORS
+
+
+def is_cpu_device(expr: cst.BaseExpression, imports: ImportMap) -> bool:
+    """True for ``"cpu"``, ``torch.device("cpu")`` and ``"cpu:0"``."""
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value in ("cpu", "cpu:0") if isinstance(expr.evaluated_value, str) else False
+    if isinstance(expr, cst.Call) and imports.qualname(expr.func) == "torch.device" and expr.args:
+        return is_cpu_device(expr.args[0].value, imports)
+    return False
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call, index: int) -> Optional[cst.BaseExpression]:
+    count = 0
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            if count == index:
+                return arg.value
+            count += 1
+    return None
+
+
+def is_true(expr: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+class TensorInference:
+    """Answers ``kind(expr)`` for one module, reading bindings through ``lookup``."""
+
+    def __init__(self, imports: ImportMap, lookup: Lookup, call_kind: Callable[[cst.Call], Optional[str]]) -> None:
+        self.imports = imports
+        self.lookup = lookup
+        self.call_kind = call_kind  # kinds of calls of local functions and classes
+
+    def kind(self, expr: cst.BaseExpression) -> Optional[str]:
+        method = getattr(self, "_" + type(expr).__name__, None)
+        return method(expr) if method is not None else None
+
+    # -- leaves
+    def _Name(self, node: cst.Name) -> Optional[str]:
+        value = node.value
+        if value in ("True", "False", "None"):
+            return OTHER
+        return self.lookup(value)
+
+    def _Integer(self, node: cst.BaseExpression) -> str:
+        return NUMBER
+
+    _Float = _Imaginary = _Integer
+
+    def _SimpleString(self, node: cst.BaseExpression) -> str:
+        return OTHER
+
+    _ConcatenatedString = _FormattedString = _SimpleString
+    _List = _Dict = _Set = _ListComp = _DictComp = _SetComp = _SimpleString
+
+    def _Tuple(self, node: cst.Tuple) -> Optional[str]:
+        return OTHER
+
+    def _Attribute(self, node: cst.Attribute) -> Optional[str]:
+        text = dotted(node)
+        if text is not None:
+            bound = self.lookup(text)
+            if bound is not None:
+                return bound
+        base = self.kind(node.value)
+        attr = node.attr.value
+        if base in DEVICE_TENSORS or base == HOST_TENSOR:
+            if attr in _TENSOR_NON_TENSOR_ATTRS:
+                return OTHER
+            if attr in _TENSOR_TENSOR_ATTRS:
+                return TENSOR if base in DEVICE_TENSORS else HOST_TENSOR
+            if base == BATCH:
+                return BATCH
+            return None
+        if base == NUMPY:
+            return NUMPY
+        return None
+
+    def _Subscript(self, node: cst.Subscript) -> Optional[str]:
+        base = self.kind(node.value)
+        if base in (TENSOR, MASK):
+            return TENSOR
+        if base in (BATCH, HOST_TENSOR, NUMPY):
+            return base
+        return None
+
+    def _UnaryOperation(self, node: cst.UnaryOperation) -> Optional[str]:
+        inner = self.kind(node.expression)
+        if isinstance(node.operator, cst.Not):
+            return OTHER if inner not in DEVICE_TENSORS else OTHER
+        if isinstance(node.operator, cst.BitInvert) and inner == MASK:
+            return MASK
+        if inner in DEVICE_TENSORS:
+            return TENSOR
+        return inner
+
+    def _BinaryOperation(self, node: cst.BinaryOperation) -> Optional[str]:
+        if isinstance(node.operator, cst.Modulo) and isinstance(
+            node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+        ):
+            return OTHER  # "%s" % x formatting
+        left, right = self.kind(node.left), self.kind(node.right)
+        if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and MASK in (left, right):
+            return MASK
+        return combine(left, right)
+
+    def _Comparison(self, node: cst.Comparison) -> Optional[str]:
+        kinds = [self.kind(node.left)] + [self.kind(t.comparator) for t in node.comparisons]
+        if any(k in DEVICE_TENSORS for k in kinds):
+            if all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
+                return OTHER
+            return MASK
+        return OTHER if all(k is not None for k in kinds) else None
+
+    def _BooleanOperation(self, node: cst.BooleanOperation) -> Optional[str]:
+        left, right = self.kind(node.left), self.kind(node.right)
+        return left if left == right else None
+
+    def _IfExp(self, node: cst.IfExp) -> Optional[str]:
+        body, orelse = self.kind(node.body), self.kind(node.orelse)
+        if body == orelse:
+            return body
+        if body in DEVICE_TENSORS or orelse in DEVICE_TENSORS:
+            return TENSOR
+        return None
+
+    def _Await(self, node: cst.Await) -> Optional[str]:
+        return None
+
+    def _NamedExpr(self, node: cst.NamedExpr) -> Optional[str]:
+        return self.kind(node.value)
+
+    # -- calls
+    def _Call(self, node: cst.Call) -> Optional[str]:
+        func = node.func
+        qual = self.imports.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if qual is not None:
+            known = self._qualified_call(qual, node)
+            if known is not None:
+                return known
+        local = self.call_kind(node)
+        if local is not None:
+            return local
+        if isinstance(func, cst.Attribute):
+            return self._method_call(node, func)
+        if isinstance(func, cst.Name):
+            bound = self.lookup(func.value)
+            if bound == MODULE:
+                return TENSOR
+            if bound == MODULE_CLASS:
+                return MODULE
+        return None
+
+    def _qualified_call(self, qual: str, node: cst.Call) -> Optional[str]:
+        if qual in _NUMBER_CALLS or qual.startswith("math."):
+            if qual == "float" or qual == "int":
+                return NUMBER
+            return NUMBER
+        if qual in _OTHER_CALLS:
+            return OTHER
+        if qual.startswith("numpy.") or qual == "numpy":
+            return NUMPY
+        if qual.startswith("random."):
+            return NUMBER
+        if qual in _MODULE_WRAPPERS:
+            first = positional(node, 0)
+            if qual == "torch.compile" and first is not None:
+                return self.kind(first) or MODULE
+            return MODULE
+        if qual in _LOADER_CLASSES:
+            return LOADER
+        if qual.startswith(_ACCELERATOR_CLASSES):
+            return ACCELERATOR
+        if not qual.startswith("torch."):
+            return None
+        if qual in _TORCH_NUMBER:
+            return NUMBER
+        if qual in _TORCH_NON_TENSOR or qual.startswith(_TORCH_NON_TENSOR_PREFIXES):
+            if qual.startswith("torch.utils.data.") and qual.endswith("DataLoader"):
+                return LOADER
+            if qual in ("torch.nn.utils.clip_grad_norm_",):
+                return TENSOR
+            return OTHER
+        last = qual.rsplit(".", 1)[-1]
+        if qual.startswith("torch.nn.functional."):
+            return self._from_args(node, TENSOR)
+        if qual.startswith("torch.nn.utils."):
+            return TENSOR if last.startswith("clip_grad") else OTHER
+        if qual.startswith("torch.nn.init."):
+            return TENSOR
+        if qual.startswith("torch.nn."):
+            return MODULE if last[:1].isupper() else None
+        if last in _TORCH_FACTORIES:
+            device = keyword(node, "device")
+            if device is not None and not is_cpu_device(device.value, self.imports):
+                return TENSOR
+            if last in ("as_tensor",):
+                data = positional(node, 0)
+                if data is not None and self.kind(data) in DEVICE_TENSORS:
+                    return TENSOR
+            return HOST_TENSOR
+        if last.endswith("_like"):
+            first = positional(node, 0)
+            device = keyword(node, "device")
+            if device is not None:
+                return HOST_TENSOR if is_cpu_device(device.value, self.imports) else TENSOR
+            return self.kind(first) if first is not None else TENSOR
+        if last in _MASK_FUNCTIONS:
+            return MASK if self._from_args(node, TENSOR) != HOST_TENSOR else HOST_TENSOR
+        return self._from_args(node, TENSOR)
+
+    def _from_args(self, node: cst.Call, default: str) -> str:
+        """A torch function's result lives where its tensor arguments live."""
+        saw_host = False
+        for arg in node.args:
+            kind = self.kind(arg.value)
+            if kind in DEVICE_TENSORS:
+                return TENSOR
+            if kind == HOST_TENSOR or kind == NUMPY:
+                saw_host = True
+        return HOST_TENSOR if saw_host else default
+
+    def _method_call(self, node: cst.Call, func: cst.Attribute) -> Optional[str]:
+        name = func.attr.value
+        receiver = self.kind(func.value)
+        if receiver in DEVICE_TENSORS or receiver == HOST_TENSOR:
+            if name in _TENSOR_VALUE_METHODS:
+                return _TENSOR_VALUE_METHODS[name]
+            if name == "cpu":
+                return HOST_TENSOR
+            if name in ("to", "cuda", "pin_memory"):
+                return self._moved(node, receiver)
+            if name in _MASK_FUNCTIONS:
+                return MASK if receiver != HOST_TENSOR else HOST_TENSOR
+            if receiver == BATCH and name in ("get", "values", "items", "keys"):
+                return BATCH
+            return TENSOR if receiver in DEVICE_TENSORS else HOST_TENSOR
+        if receiver == MODULE:
+            if name in _MODULE_METHODS_KEEP:
+                return MODULE
+            if name in ("forward", "__call__"):
+                return TENSOR
+            return None
+        if receiver == NUMPY:
+            return NUMPY
+        if receiver == ACCELERATOR:
+            if name in ("gather", "gather_for_metrics", "reduce", "pad_across_processes", "all_gather"):
+                return TENSOR
+            return None
+        if receiver == LOADER:
+            return OTHER
+        return None
+
+    def _moved(self, node: cst.Call, receiver: Optional[str]) -> Optional[str]:
+        if node.func.attr.value == "cuda":  # type: ignore[attr-defined]
+            return TENSOR
+        target = positional(node, 0)
+        device = keyword(node, "device")
+        value = device.value if device is not None else target
+        if value is not None and is_cpu_device(value, self.imports):
+            return HOST_TENSOR
+        if value is None:  # .to(dtype=...) keeps the device
+            return TENSOR if receiver in DEVICE_TENSORS else receiver
+        if receiver == BATCH:
+            return TENSOR
+        return TENSOR if receiver in DEVICE_TENSORS or value is not None else receiver
+
+
+def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:
+    """The kind of ``left <op> right``."""
+    if left in DEVICE_TENSORS or right in DEVICE_TENSORS:
+        return TENSOR
+    if left == HOST_TENSOR or right == HOST_TENSOR:
+        return HOST_TENSOR
+    if left == NUMPY or right == NUMPY:
+        return NUMPY
+    if left == NUMBER and right == NUMBER:
+        return NUMBER
+    return None

@@ -1,0 +1,105 @@
+"""The command line: ``syncfree-lint [PATH ...]``. Exit 0 clean, 1 findings, 2 usage/internal error."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from syncfree_lint import __version__
+from syncfree_lint.config import ConfigError, load_config, validate_codes, with_overrides
+from syncfree_lint.engine import run
+from syncfree_lint.output.text import format_statistics, format_text
+from syncfree_lint.rules import ALL_RULES, BY_CODE, DEFAULTS
+
+
+def _codes(value: str) -> List[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="syncfree-lint",
+        description="Find host-device syncs in PyTorch training and evaluation steps.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .)")
+    parser.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (ALL for every rule); replaces the default set")
+    parser.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection (e.g. SFL402)")
+    parser.add_argument("--ignore", type=_codes, metavar="CODES", help="codes or prefixes to disable")
+    parser.add_argument("--config", metavar="FILE", help="read settings from this pyproject.toml instead of searching for one")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    parser.add_argument("--statistics", action="store_true", help="print a count per code after the findings")
+    parser.add_argument("--list-rules", action="store_true", help="list every rule and exit")
+    parser.add_argument("--explain", metavar="CODE", help="print the documentation of a rule and exit")
+    parser.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it under NAME")
+    parser.add_argument("--report-guarded", action="store_true", default=None, help="also report code under a logging-interval guard")
+    parser.add_argument("--version", action="version", version=f"syncfree-lint {__version__}")
+    return parser
+
+
+def list_rules() -> str:
+    lines = []
+    for rule in ALL_RULES:
+        state = "" if rule.default_enabled else "  (opt-in)"
+        lines.append(f"{rule.code}  {rule.name:<32} {rule.message.split(';')[0]}{state}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = sys.stdout
+    if args.list_rules:
+        out.write(list_rules())
+        return 0
+    if args.explain:
+        rule = BY_CODE.get(args.explain.strip().upper())
+        if rule is None:
+            sys.stderr.write(f"syncfree-lint: unknown rule {args.explain!r}; see --list-rules\n")
+            return 2
+        out.write(rule.explain())
+        return 0
+    paths = args.paths or ["."]
+    try:
+        known = list(DEFAULTS)
+        config = load_config(args.config, paths, known)
+        config = with_overrides(
+            config,
+            select=validate_codes(args.select, "--select", known) if args.select is not None else None,
+            extend_select=config.extend_select + validate_codes(args.extend_select, "--extend-select", known) if args.extend_select else None,
+            ignore=config.ignore + validate_codes(args.ignore, "--ignore", known) if args.ignore else None,
+            report_guarded=args.report_guarded,
+        )
+    except ConfigError as exc:
+        sys.stderr.write(f"syncfree-lint: error: {exc}\n")
+        return 2
+    stdin = None
+    if args.stdin_filename is not None:
+        data = sys.stdin.buffer.read()
+        from syncfree_lint.source import SourceError, decode_source
+
+        try:
+            text = decode_source(data)
+        except SourceError as exc:
+            out.write(f"{args.stdin_filename}:{exc.line}:{exc.col}: SFL000 {exc}\n")
+            return 1
+        stdin = (args.stdin_filename, text)
+    else:
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            sys.stderr.write(f"syncfree-lint: error: no such file or folder: {', '.join(missing)}\n")
+            return 2
+    try:
+        result = run(paths, config, stdin=stdin)
+    except KeyboardInterrupt:
+        sys.stderr.write("syncfree-lint: interrupted\n")
+        return 130
+    out.write(format_text(result.diagnostics))
+    if args.statistics:
+        out.write(format_statistics(result.diagnostics))
+    out.flush()
+    if result.internal_errors:
+        return 2
+    if result.diagnostics and not args.exit_zero:
+        return 1
+    return 0

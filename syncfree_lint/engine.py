@@ -1,0 +1,251 @@
+"""The pipeline: discover -> read -> pre-filter -> parse once -> analyse + rules -> resolve -> report.
+
+``lint_file`` is a pure function of (path, source, config) returning the file's facts, so files
+can be linted in any order or in other processes. ``resolve`` joins the facts of the whole run:
+helpers reached from a step in another file are known only then.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis.module import FileFacts, ModuleAnalysis, NoqaFilter
+from syncfree_lint.analysis.scope import STEP, CallGraph
+from syncfree_lint.config import Config
+from syncfree_lint.diagnostic import Diagnostic
+from syncfree_lint.rules import ALL_RULES, DEFAULTS
+from syncfree_lint.source import SourceError, decode_source
+
+# A file can hold a finding only if it can show a tensor or a step: these words are the
+# evidence the analysis starts from (imports of torch, step markers, loaders, methods only
+# tensors have). Files without any of them are not parsed.
+_EVIDENCE = (
+    "torch", "backward", ".step(", "zero_grad", "loader", "data_iter", "dataiter", ".item(",
+    ".cpu(", ".numpy(", ".tolist(", "synchronize", "nonzero", "all_reduce", "lightning",
+    "accelerat", "fabric", "masked_select", ".unique(", "bincount",
+)
+_ACCELERATOR_WORDS = re.compile(r"cuda|device|accelerat|lightning|fabric|\bmps\b|xla|distributed|gpu|xpu|hpu|\.to\(")
+
+
+@dataclass
+class RunResult:
+    """What a whole run produced: sorted diagnostics plus counters for --statistics."""
+
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    files: int = 0
+    parsed: int = 0
+    skipped_by_filter: int = 0
+    lines: int = 0
+    internal_errors: int = 0
+
+
+def could_hold_finding(text: str, step_functions: Iterable[str]) -> bool:
+    """The cheap text pre-filter: False only when no rule could fire in this file."""
+    if any(word in text for word in _EVIDENCE):
+        return True
+    return any(name in text for name in step_functions)
+
+
+def module_identity(path: str) -> Tuple[str, str, bool]:
+    """(dotted module name, root folder it is importable from, is a package __init__)."""
+    absolute = os.path.abspath(path)
+    folder, filename = os.path.split(absolute)
+    stem = filename[:-3] if filename.endswith(".py") else filename.rsplit(".", 1)[0]
+    is_package = stem == "__init__"
+    parts = [] if is_package else [stem]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, name = os.path.split(folder)
+        parts.insert(0, name)
+        if not name:
+            break
+    return ".".join(parts), folder, is_package
+
+
+def _rule_instances(enabled: FrozenSet[str]):
+    return [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
+
+
+def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]) -> FileFacts:
+    """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts)."""
+    module_name, root, is_package = module_identity(path)
+    facts = FileFacts(path, module_name, root)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        facts.errors.append(Diagnostic(path, exc.raw_line, exc.raw_column + 1, "SFL000", f"syntax error: {exc.message}"))
+        return facts
+    except RecursionError:
+        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse"))
+        return facts
+    except Exception as exc:  # libcst raises a few other types on odd input
+        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"could not parse: {type(exc).__name__}: {exc}"))
+        return facts
+    analysis = ModuleAnalysis(
+        path, source, module, _rule_instances(enabled), config.all_step_functions,
+        module_name=module_name, is_package=is_package, root=root,
+        uses_accelerator=bool(_ACCELERATOR_WORDS.search(source)),
+    )
+    try:
+        analysis.run()
+        return analysis.facts(config.report_guarded, NoqaFilter())
+    except RecursionError:
+        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to analyse (recursion limit)"))
+        return facts
+    except Exception as exc:  # a bug outside the rules: report it for this file only
+        facts.errors.append(Diagnostic(path, 1, 1, "SFL001", f"internal error: {type(exc).__name__}: {exc} (please report this)"))
+        return facts
+
+
+def read_source(path: str) -> str:
+    """Read and decode a file; raises SourceError with a position on failure."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise SourceError("file vanished before it could be read")
+    except IsADirectoryError:
+        raise SourceError("is a directory, not a file")
+    except OSError as exc:
+        raise SourceError(f"cannot read file: {exc.strerror or exc}")
+    return decode_source(data)
+
+
+def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional[str] = None) -> Tuple[FileFacts, int, bool]:
+    """(facts, line count, parsed?) for one file; ``text`` is given for --stdin-filename."""
+    module_name, root, _ = module_identity(path)
+    if text is None:
+        try:
+            text = read_source(path)
+        except SourceError as exc:
+            facts = FileFacts(path, module_name, root)
+            facts.errors.append(Diagnostic(path, exc.line, exc.col, "SFL000", str(exc)))
+            return facts, 0, False
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    if not could_hold_finding(text, config.all_step_functions):
+        return FileFacts(path, module_name, root), lines, False
+    return lint_source(path, text, config, enabled), lines, True
+
+
+def discover(paths: Sequence[str], config: Config) -> Iterator[str]:
+    """Python files under ``paths`` in a stable order; excluded folders are not entered.
+
+    A path named explicitly is linted even when excluded by default (as flake8 does)."""
+    seen: Set[str] = set()
+    for given in paths:
+        if os.path.isdir(given):
+            for folder, dirs, files in os.walk(given, followlinks=False):
+                dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(folder, d)))
+                for name in sorted(files):
+                    if not (name.endswith(".py") or name.endswith(".pyi")):
+                        continue
+                    full = os.path.join(folder, name)
+                    if config.is_excluded(full) or full in seen:
+                        continue
+                    real = os.path.realpath(full)
+                    if os.path.islink(full) and real in seen:
+                        continue
+                    seen.add(full)
+                    seen.add(real)
+                    yield _clean(full)
+        else:
+            if given not in seen:
+                seen.add(given)
+                yield _clean(given)
+
+
+def _clean(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
+    """Join the run: emit helper findings reached from a step in any file."""
+    index: Dict[str, List[Tuple[str, str]]] = {}
+    for facts in all_facts:
+        for dotted_name, function_id in facts.functions.items():
+            index.setdefault(dotted_name, []).append((facts.root, function_id))
+    graph = CallGraph()
+    for facts in all_facts:
+        for source, ref, guarded in facts.edges:
+            if ref[0] == "id":
+                graph.add(source, ref[1], guarded)
+            else:
+                for target in _lookup(index, ref[1], ref[2]):
+                    graph.add(source, target, guarded)
+    unguarded, reached = graph.reachable()
+    out: List[Diagnostic] = []
+    for facts in all_facts:
+        out.extend(facts.errors)
+        out.extend(facts.definite)
+        for function_id, diagnostics in facts.conditional.items():
+            if function_id in unguarded:
+                out.extend(diagnostics)
+            elif function_id in reached:
+                out.extend(_as_guarded(d) for d in diagnostics)
+    return out
+
+
+def _as_guarded(diagnostic: Diagnostic) -> Diagnostic:
+    from dataclasses import replace
+
+    return replace(diagnostic, guarded=True)
+
+
+def _lookup(index: Dict[str, List[Tuple[str, str]]], name: str, importer_root: str) -> List[str]:
+    """Function ids for an imported dotted name; same import root first."""
+    candidates = index.get(name)
+    if not candidates:
+        return []
+    same = [fid for root, fid in candidates if root == importer_root]
+    return same or [fid for _, fid in candidates]
+
+
+def select(diagnostics: Iterable[Diagnostic], config: Config, enabled: FrozenSet[str]) -> List[Diagnostic]:
+    """Apply rule selection, per-file-ignores and the guard setting; sort like flake8."""
+    out = []
+    ignores_by_path: Dict[str, Tuple[str, ...]] = {}
+    for diagnostic in diagnostics:
+        if diagnostic.code not in enabled:
+            continue
+        if diagnostic.guarded and not config.report_guarded:
+            continue
+        ignores = ignores_by_path.get(diagnostic.path)
+        if ignores is None:
+            ignores = ignores_by_path[diagnostic.path] = config.ignored_for(diagnostic.path)
+        if any(diagnostic.code.startswith(prefix) or prefix == "ALL" for prefix in ignores):
+            continue
+        out.append(diagnostic)
+    out.sort()
+    return out
+
+
+def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] = None) -> RunResult:
+    """Lint ``paths`` (or one stdin buffer given as (name, text)); the whole pipeline."""
+    enabled = config.enabled_codes(DEFAULTS)
+    result = RunResult()
+    all_facts: List[FileFacts] = []
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 6000))
+    try:
+        if stdin is not None:
+            items: Iterable[Tuple[str, Optional[str]]] = [stdin]
+        else:
+            items = ((path, None) for path in discover(paths, config))
+        for path, text in items:
+            facts, lines, parsed = lint_path(path, config, enabled, text)
+            result.files += 1
+            result.lines += lines
+            result.parsed += parsed
+            result.skipped_by_filter += (not parsed and not facts.errors)
+            all_facts.append(facts)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    diagnostics = resolve(all_facts)
+    result.internal_errors = sum(1 for d in diagnostics if d.code == "SFL001")
+    always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
+    result.diagnostics = select(diagnostics, config, enabled | always)
+    return result

@@ -1,0 +1,1 @@
+"""Formatters: plain functions of one list of diagnostics."""

@@ -1,0 +1,21 @@
+"""flake8-style text: ``path:line:col: CODE message``."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, List
+
+from syncfree_lint.diagnostic import Diagnostic
+
+
+def format_text(diagnostics: Iterable[Diagnostic]) -> str:
+    return "".join(d.format() + "\n" for d in diagnostics)
+
+
+def format_statistics(diagnostics: List[Diagnostic]) -> str:
+    """One line per code, most frequent first: ``count  CODE  message``."""
+    counts = Counter(d.code for d in diagnostics)
+    first = {}
+    for d in diagnostics:
+        first.setdefault(d.code, d.message)
+    lines = [f"{count:<6} {code} {first[code]}" for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,14 @@
+"""The rule catalog: one module per family, gathered here in code order."""
+from __future__ import annotations
+
+from typing import Dict, List, Type
+
+from syncfree_lint.rules import dist, host_reads, shapes, tool, transfers
+from syncfree_lint.rules.base import Rule
+
+ALL_RULES: List[Type[Rule]] = sorted(
+    [*tool.RULES, *host_reads.RULES, *shapes.RULES, *transfers.RULES, *dist.RULES],
+    key=lambda rule: rule.code,
+)
+BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+DEFAULTS: Dict[str, bool] = {rule.code: rule.default_enabled for rule in ALL_RULES}
