@@ -156,7 +156,7 @@ class MetricCollection(nn.Module):
         entries = [(f"{name}.{label}", metric, state)
                    for name, m in self._metrics.items()
                    for label, metric, state in m.sync_entries()]
-        self._pending = start_sync(self, entries, group or self._default_group)
+        self._pending = start_sync(self, entries, group if group is not None else self._default_group)
 
     def wait_sync(self, timeout: Any = None) -> None:
         """Finish the sync; afterwards every member's ``compute`` returns its global value."""
@@ -181,4 +181,3 @@ class MetricCollection(nn.Module):
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, **kwargs: Any) -> None:  # type: ignore[override]
         _ckpt.load_collection(self, state_dict, strict=strict)
-

@@ -269,12 +269,20 @@ class HostSyncGuard:
     def clear(self) -> None:
         self.events.clear()
 
-    def report(self) -> str:
+    def report(self, relative_to=None) -> str:
+        """One line per event; file names relative to ``relative_to`` (a folder) when inside it."""
         if not self.events:
             return "no host sync"
         n = len(self.events)
         lines = [f"{n} host sync{'s' if n != 1 else ''}:"]
-        lines += [f"  {ev}" + (f"  [{ev.detail}]" if ev.detail else "") for ev in self.events]
+        for ev in self.events:
+            name = ev.filename
+            if relative_to is not None and not name.startswith("<"):
+                rel = os.path.relpath(name, os.fspath(relative_to))
+                if not rel.startswith(os.pardir):
+                    name = rel
+            text = f"  {name}:{ev.lineno}: {ev.kind} ({ev.op})"
+            lines.append(text + (f"  [{ev.detail}]" if ev.detail else ""))
         return "\n".join(lines)
 
     def check(self) -> None:
@@ -447,6 +455,8 @@ def _func_name(func) -> str:
     name = name.replace("TensorBase.", "Tensor.")
     if name.startswith("torch.Tensor."):
         name = name[len("torch."):]
+    elif name.startswith("torch.functional."):
+        name = "torch." + name[len("torch.functional."):]
     return name
 
 
@@ -694,6 +704,7 @@ def _build_checks():
         "item": _chk_item,
         "is_nonzero": _chk_item,
         "equal": _chk_item,
+        "allclose": _chk_item,
         "_linalg_check_errors": _chk_item,
         "histc": _chk_histc,
         "nonzero": _chk_dynamic,

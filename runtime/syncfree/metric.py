@@ -214,7 +214,8 @@ class Metric(nn.Module):
         """Start the all_reduce of every state (``async_op=True``); returns at once."""
         from syncfree.distributed import start_sync
 
-        self._pending = start_sync(self, self.sync_entries(), group or self._default_group)
+        group = group if group is not None else self._default_group
+        self._pending = start_sync(self, self.sync_entries(), group)
 
     def wait_sync(self, timeout: Any = None) -> None:
         """Finish a started sync; afterwards ``compute`` returns the global value."""

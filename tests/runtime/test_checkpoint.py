@@ -128,3 +128,17 @@ def test_merge_state_dicts_reduces_by_op():
 def test_merge_rejects_mixed_classes():
     with pytest.raises(ValueError, match="cannot be loaded into"):
         syncfree.merge_state_dicts([syncfree.MeanMetric().state_dict(), syncfree.SumMetric().state_dict()])
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+def test_torch_distributed_checkpoint_roundtrip(tmp_path):
+    import torch.distributed.checkpoint as dcp
+
+    batches = _batches(4)
+    saved = _collection()
+    for b in batches:
+        _update(saved, *b)
+    dcp.save({"metrics": saved}, checkpoint_id=str(tmp_path))
+    loaded = _collection()
+    dcp.load({"metrics": loaded}, checkpoint_id=str(tmp_path))
+    assert syncfree.to_host(loaded) == syncfree.to_host(saved)

@@ -82,7 +82,8 @@ def test_nested_structures_are_one_read(reads):
     _feed(collection)
     extra = syncfree.MeanMetric()
     extra.update(torch.tensor([1.0, 3.0]))
-    result = syncfree.to_host({"val": collection, "more": [extra, torch.tensor([1, 2]), 7, "x"], "t": torch.tensor(0.5)})
+    tree = {"val": collection, "more": [extra, torch.tensor([1, 2]), 7, "x"], "t": torch.tensor(0.5)}
+    result = syncfree.to_host(tree)
     assert len(reads) == 1
     assert result["more"] == [2.0, [1, 2], 7, "x"]
     assert result["t"] == 0.5
