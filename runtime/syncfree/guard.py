@@ -910,8 +910,10 @@ def _install_trace() -> None:
     _gpu_trace.register_callback_for_device_synchronization(
         _on_trace("device-trace", "synchronize", "torch.cuda.synchronize")
     )
+    # .item(), blocking copies and Stream.synchronize() synchronize a stream; the sync debug
+    # mode warns about those too, and that warning is merged into this event.
     _gpu_trace.register_callback_for_stream_synchronization(
-        _on_trace("stream-trace", "synchronize", "stream synchronize")
+        _on_trace("stream-trace", "sync", "cudaStreamSynchronize")
     )
     _gpu_trace.register_callback_for_event_synchronization(
         _on_trace("event-trace", "synchronize", "Event.synchronize")

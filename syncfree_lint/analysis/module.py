@@ -17,7 +17,8 @@ from syncfree_lint.analysis import tensors as T
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import (
-    STEP, ClassFrame, FunctionFrame, LoopFrame, Placement, has_modulo, is_early_exit,
+    STEP, ClassFrame, FunctionFrame, LoopFrame, Placement, has_modulo, is_early_exit, is_host_branch,
+    is_logging_flag,
     is_step_marker, mentions_loader,
 )
 from syncfree_lint.diagnostic import Diagnostic, Fix
@@ -33,7 +34,10 @@ _SKIP_FIELDS = frozenset({
     "whitespace_after_at", "default_comma", "relative", "quote", "prefix", "start", "end",
 })
 _FIELD_CACHE: Dict[type, Tuple[str, ...]] = {}
-_BATCH_PARAM_EXCLUDE = ("batch_idx", "batch_size", "batch_nb", "batch_index", "batch_num")
+# base classes named like these are nn.Modules in practice (FairseqCriterion, BaseModel, ...)
+_MODULE_BASE_SUFFIXES = ("Module", "LightningModule", "Criterion", "Loss", "Model", "Net", "Network", "Layer", "Head")
+_BATCH_PARAMS = ("batch", "sample", "samples", "inputs")
+_BATCH_PARAM_EXCLUDE = ("batch_idx", "batch_size", "batch_nb", "batch_index", "batch_num", "sample_size", "samples_per_gpu")
 
 
 def _fields(cls: type) -> Tuple[str, ...]:
@@ -127,6 +131,8 @@ class ModuleAnalysis:
         self.returns: Dict[str, Optional[str]] = {}  # local qualname -> return kind
         self._marker_functions: Set[str] = set()
         self._prefix: List[str] = []
+        self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
+        self._call_args: Sequence[cst.Arg] = ()
 
     # ------------------------------------------------------------------ questions rules ask
     def kind(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -199,6 +205,11 @@ class ModuleAnalysis:
             self._bind_target(target.value, None)
 
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(targets) == 1:
+            name = dotted(targets[0])
+            local = self.resolve_local(("name", value.func.value, ".".join(self._prefix)))
+            if name is not None and local:
+                self._generators[name] = local[0]  # next(name) runs the function's body
         for target in targets:
             if isinstance(target, (cst.Tuple, cst.List)):
                 kinds = self._elementwise(value, len(target.elements))
@@ -353,17 +364,25 @@ class ModuleAnalysis:
         self.statement = node
         self._rules(node)
         self._visit(node.test)
-        guard = has_modulo(node.test)
+        guard = has_modulo(node.test) or is_logging_flag(node.test) or is_host_branch(node.test)
         if guard:
             self.guard_depth += 1
+        env = self._envs[-1]
+        before = dict(env)
         self._suite(node.body)
         if guard:
             self.guard_depth -= 1
+        after_body = dict(env)
+        env.clear()
+        env.update(before)
         if node.orelse is not None:
             if isinstance(node.orelse, cst.If):
                 self._if(node.orelse)
             else:
                 self._suite(node.orelse.body)
+        for name in after_body.keys() | env.keys():
+            if after_body.get(name, before.get(name)) is not env.get(name, before.get(name)):
+                env[name] = T.merge(after_body.get(name, before.get(name)), env.get(name, before.get(name)))
         exit_kind = is_early_exit(node)
         if exit_kind == "continue" and guard and self.loops:
             self.loops[-1].rest_guarded = True
@@ -383,10 +402,25 @@ class ModuleAnalysis:
         self._bind_loop_target(node.target, node.iter, over_loader)
         loop = LoopFrame(over_loader and self.uses_accelerator)
         self.loops.append(loop)
+        iter_ref = self._iterated_function(node.iter)
+        if iter_ref is not None:
+            self.calls.append(CallSite(self.placement(), iter_ref))
         self._suite(node.body)
         self.loops.pop()
         if node.orelse is not None:
             self._suite(node.orelse.body)
+
+    def _iterated_function(self, iterable: cst.BaseExpression) -> Optional[Tuple[str, ...]]:
+        """A generator run by the loop: ``for b in batches():`` or ``for b in it`` (it = batches())."""
+        prefix = ".".join(self._prefix)
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "iter", "tqdm", "zip"):
+            if iterable.args:
+                return self._iterated_function(iterable.args[0].value)
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            return ("name", iterable.func.value, prefix)
+        if isinstance(iterable, cst.Name) and iterable.value in self._generators:
+            return ("name", iterable.value, prefix)
+        return None
 
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool) -> None:
         if over_loader:
@@ -457,7 +491,9 @@ class ModuleAnalysis:
             self._visit(decorator.decorator)
         name = node.name.value
         qualname = ".".join(self._prefix + [name])
-        is_step = name in self.step_functions and self.uses_accelerator
+        is_step = (name in self.step_functions or (
+            name == "forward" and self.class_frame is not None and self.class_frame.is_module
+        )) and self.uses_accelerator
         frame = FunctionFrame(qualname, name, is_step, self.class_frame)
         self.functions[qualname] = frame
         saved = (self.function, self.loops, self.guard_depth)
@@ -468,7 +504,7 @@ class ModuleAnalysis:
             pname = param.name.value
             if pname == "self" and self.class_frame is not None:
                 env[pname] = T.MODULE if self.class_frame.is_module else None
-            elif is_step and pname.startswith("batch") and pname not in _BATCH_PARAM_EXCLUDE:
+            elif is_step and pname.startswith(_BATCH_PARAMS) and pname not in _BATCH_PARAM_EXCLUDE:
                 env[pname] = T.BATCH
             else:
                 env[pname] = None
@@ -509,7 +545,7 @@ class ModuleAnalysis:
             qual = self.imports.qualname(base.value) or ""
             bases.append(qual)
             last = qual.rsplit(".", 1)[-1]
-            if qual.startswith("torch.nn.") or last in ("Module", "LightningModule") or (
+            if qual.startswith("torch.nn.") or last.endswith(_MODULE_BASE_SUFFIXES) or (
                 qual in self.classes and self.classes[qual].is_module
             ):
                 is_module = True
@@ -536,6 +572,7 @@ class ModuleAnalysis:
             elif self.function is not None:
                 self._marker_functions.add(self.function.qualname)
         self._learn_from_call(node, func, qual)
+        self._call_args = node.args
         ref = self._call_ref(func, qual)
         if ref is not None and (self.function is not None or self.loops):
             site = CallSite(self.placement(), ref)
@@ -558,19 +595,27 @@ class ModuleAnalysis:
                 self._evidence(node.args[0].value, T.TENSOR)
 
     def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[Tuple[str, ...]]:
+        prefix = ".".join(self._prefix)
         if isinstance(func, cst.Name):
+            if func.value == "next" and self._call_args and isinstance(self._call_args[0].value, cst.Name):
+                it = self._call_args[0].value.value
+                if it in self._generators:
+                    return ("name", it, prefix)
             if self.imports.imported(func.value):
                 return ("dotted", qual or func.value)
-            return ("name", func.value)
+            return ("name", func.value, prefix)
         if isinstance(func, cst.Attribute):
             if isinstance(func.value, cst.Name) and func.value.value == "self" and self.class_frame is not None:
                 return ("self", self.class_frame.qualname, func.attr.value)
             text = dotted(func)
-            if text is not None and self.imports.imported(text.split(".")[0]):
+            if text is None:
+                return None
+            if self.imports.imported(text.split(".")[0]):
                 head = (qual or "").split(".")[0]
                 if head in ("torch", "numpy", "math", "os", "sys", "time", "logging", "random"):
                     return None
                 return ("dotted", qual or text)
+            return ("name", text, prefix)  # Class.static_method() of this module
         return None
 
     def _comp_for(self, node: cst.CompFor) -> None:
@@ -603,24 +648,51 @@ class ModuleAnalysis:
         for loop, ref in self._loop_calls:
             if loop.is_step:
                 continue
-            target = self.resolve_local(ref)
-            if target is not None and (target in self._marker_functions or self.functions[target].is_step):
-                loop.is_step = self.uses_accelerator
+            for target in self.resolve_local(ref):
+                if target in self._marker_functions or self.functions[target].is_step:
+                    loop.is_step = self.uses_accelerator
 
-    def resolve_local(self, ref: Tuple[str, ...]) -> Optional[str]:
-        """The local qualname a call refers to, when it is defined in this module."""
+    def resolve_local(self, ref: Tuple[str, ...]) -> List[str]:
+        """The local qualnames a call may run, when they are defined in this module.
+
+        A bare name is looked up from the innermost enclosing function outwards; ``self.m()``
+        finds ``m`` in the class or its local bases, plus overrides in local subclasses."""
         if ref[0] == "name":
-            return ref[1] if ref[1] in self.functions else None
+            parts = ref[2].split(".") if len(ref) > 2 and ref[2] else []
+            for depth in range(len(parts), -1, -1):
+                key = ".".join(parts[:depth] + [ref[1]])
+                if key in self.functions:
+                    return [key]
+                if key in self._generators:
+                    return [self._generators[key]]
+            return []
         if ref[0] == "self":
+            found: List[str] = []
             owner = self.classes.get(ref[1])
             seen = 0
             while owner is not None and seen < 10:
                 key = f"{owner.qualname}.{ref[2]}"
                 if key in self.functions:
-                    return key
+                    found.append(key)
+                    break
                 owner = next((self.classes[b] for b in owner.bases if b in self.classes), None)
                 seen += 1
-        return None
+            for sub in self._subclasses(ref[1]):
+                key = f"{sub}.{ref[2]}"
+                if key in self.functions and key not in found:
+                    found.append(key)
+            return found
+        return []
+
+    def _subclasses(self, qualname: str) -> List[str]:
+        out, frontier = [], [qualname]
+        while frontier:
+            base = frontier.pop()
+            for name, frame in self.classes.items():
+                if base in frame.bases and name not in out:
+                    out.append(name)
+                    frontier.append(name)
+        return out
 
     def facts(self, report_guarded: bool, noqa: "NoqaFilter") -> FileFacts:
         """Positions, owners and the call graph of this file, ready for the whole run."""
@@ -635,9 +707,9 @@ class ModuleAnalysis:
                 continue
             source = STEP if owner == STEP else function_id(owner)
             local = self.resolve_local(site.ref)
-            if local is not None:
-                facts.edges.append((source, ("id", function_id(local)), site.placement.guarded))
-            elif site.ref[0] == "dotted":
+            for target in local:
+                facts.edges.append((source, ("id", function_id(target)), site.placement.guarded))
+            if not local and site.ref[0] == "dotted":
                 facts.edges.append((source, ("dotted", site.ref[1], self.root), site.placement.guarded))
         finder: Optional[PositionFinder] = None
         for finding in self.findings:

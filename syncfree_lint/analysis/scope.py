@@ -139,6 +139,35 @@ def has_modulo(expr: cst.BaseExpression) -> bool:
     return False
 
 
+_LOG_FLAG = re.compile(r"(^|_)(track|tracking|report|log|logging|verbose|wandb|tensorboard|debug)($|_)", re.IGNORECASE)
+
+
+def is_logging_flag(expr: cst.BaseExpression) -> bool:
+    """``if args.with_tracking:`` / ``if self.report_accuracy and ...``: code that only logs."""
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
+        return is_logging_flag(expr.left) or is_logging_flag(expr.right)
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
+    return isinstance(name, str) and bool(_LOG_FLAG.search(name))
+
+
+def is_host_branch(expr: cst.BaseExpression) -> bool:
+    """``if t.device == torch.device("cpu"):`` / ``if t.device.type == "cpu":`` (no device here)."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    if not isinstance(expr.comparisons[0].operator, (cst.Equal, cst.Is)):
+        return False
+    sides = (expr.left, expr.comparisons[0].comparator)
+    mentions_device = any(
+        isinstance(side, cst.Attribute) and side.attr.value in ("device", "type", "is_cpu") for side in sides
+    )
+    says_cpu = any(
+        (isinstance(side, cst.SimpleString) and "cpu" in side.value)
+        or (isinstance(side, cst.Call) and any(isinstance(a.value, cst.SimpleString) and "cpu" in a.value.value for a in side.args))
+        for side in sides
+    )
+    return mentions_device and says_cpu
+
+
 def is_early_exit(node: cst.If) -> Optional[str]:
     """``return``/``continue`` when the if-body only leaves the function/loop, else None."""
     if node.orelse is not None:

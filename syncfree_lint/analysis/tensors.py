@@ -50,6 +50,7 @@ _TORCH_NON_TENSOR = frozenset({
     "torch.set_printoptions", "torch.get_rng_state", "torch.set_rng_state",
     "torch.autograd.backward", "torch.autograd.set_detect_anomaly", "torch.autograd.profiler",
     "torch.set_default_device", "torch.is_inference_mode_enabled", "torch.is_autocast_enabled",
+    "torch.allclose", "torch.equal", "torch.is_nonzero", "torch.are_deterministic_algorithms_enabled",
 })
 _TORCH_NUMBER = frozenset({
     "torch.numel", "torch.distributed.get_rank", "torch.distributed.get_world_size",
@@ -164,8 +165,10 @@ class TensorInference:
     # -- leaves
     def _Name(self, node: cst.Name) -> Optional[str]:
         value = node.value
-        if value in ("True", "False", "None"):
+        if value in ("True", "False"):
             return OTHER
+        if value == "None":
+            return None
         return self.lookup(value)
 
     def _Integer(self, node: cst.BaseExpression) -> str:
@@ -268,6 +271,10 @@ class TensorInference:
         if local is not None:
             return local
         if isinstance(func, cst.Attribute):
+            if func.attr.value == "from_pretrained":
+                owner = (dotted(func.value) or "").lower()
+                if not any(word in owner for word in ("tokenizer", "processor", "config", "scheduler", "extractor")):
+                    return MODULE
             return self._method_call(node, func)
         if isinstance(func, cst.Name):
             bound = self.lookup(func.value)
@@ -317,6 +324,9 @@ class TensorInference:
         if qual.startswith("torch.nn."):
             return MODULE if last[:1].isupper() else None
         if last in _TORCH_FACTORIES:
+            dtype = keyword(node, "dtype")
+            if dtype is not None and (dotted(dtype.value) or "").endswith(".bool"):
+                return MASK  # a boolean mask, wherever it lives, makes indexing data-dependent
             device = keyword(node, "device")
             if device is not None and not is_cpu_device(device.value, self.imports):
                 return TENSOR
@@ -333,6 +343,10 @@ class TensorInference:
             return self.kind(first) if first is not None else TENSOR
         if last in _MASK_FUNCTIONS:
             return MASK if self._from_args(node, TENSOR) != HOST_TENSOR else HOST_TENSOR
+        if last == "where":
+            branch = positional(node, 1)
+            if branch is not None and self.kind(branch) == MASK:
+                return MASK
         return self._from_args(node, TENSOR)
 
     def _from_args(self, node: cst.Call, default: str) -> str:
@@ -375,6 +389,13 @@ class TensorInference:
             return None
         if receiver == LOADER:
             return OTHER
+        if receiver is None:  # whatever it was, after these it is on the host
+            if name == "cpu":
+                return HOST_TENSOR
+            if name == "numpy":
+                return NUMPY
+            if name in ("item", "tolist"):
+                return NUMBER if name == "item" else OTHER
         return None
 
     def _moved(self, node: cst.Call, receiver: Optional[str]) -> Optional[str]:
@@ -390,6 +411,19 @@ class TensorInference:
         if receiver == BATCH:
             return TENSOR
         return TENSOR if receiver in DEVICE_TENSORS or value is not None else receiver
+
+
+def merge(left: Optional[str], right: Optional[str]) -> Optional[str]:
+    """The kind of a name after two branches bound it to ``left`` and ``right``."""
+    if left == right:
+        return left
+    if left is None:
+        return right
+    if right is None:
+        return left
+    if left in DEVICE_TENSORS and right in DEVICE_TENSORS:
+        return TENSOR
+    return None
 
 
 def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:

@@ -9,7 +9,8 @@ from syncfree_lint.analysis import tensors as T
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, positional
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
-_MODULE_NAMES = ("model", "net", "module", "encoder", "decoder", "backbone", "head")
+_MODULE_NAMES = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
+                 "transformer", "controlnet", "ema", "pipe", "teacher", "student", "discriminator", "generator")
 
 
 def _looks_like_module(expr: cst.BaseExpression) -> bool:
@@ -496,7 +497,9 @@ No automatic fix: the wait may guard a measurement or a host buffer.
         if method_call(node) != "synchronize":
             if isinstance(node.func, cst.Name):
                 qual = ctx.qualname(node.func) or ""
-                if qual.startswith("torch.") and qual.endswith(".synchronize"):
+                if qual == "synchronize" and not node.args:  # synchronize = torch.cuda.synchronize
+                    ctx.report(self, node)
+                elif qual.startswith("torch.") and qual.endswith(".synchronize"):
                     ctx.report(self, node, f"`{qual}()` in a step blocks the host until the GPU is idle; remove it or time with CUDA events read at log intervals")
             return
         qual = ctx.qualname(node.func) or ""

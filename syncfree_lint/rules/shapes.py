@@ -138,12 +138,12 @@ No automatic fix.
         if isinstance(node, cst.Subscript):
             if ctx.is_store(node):
                 return
-            if _is_mask_index(node, ctx) and ctx.is_tensor(node.value):
+            if _is_mask_index(node, ctx) and ctx.maybe_tensor(node.value):
                 ctx.report(self, node)
         elif isinstance(node, (cst.Assign, cst.AugAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
-                if isinstance(target, cst.Subscript) and _is_mask_index(target, ctx) and ctx.is_tensor(target.value):
+                if isinstance(target, cst.Subscript) and _is_mask_index(target, ctx) and ctx.maybe_tensor(target.value):
                     if isinstance(node, cst.AugAssign) or not _python_scalar(node.value, ctx):
                         ctx.report(self, target, "boolean-mask write of a tensor value has a data-dependent shape: the host waits for the GPU; use `torch.where(mask, value, t)`")
         elif isinstance(node, cst.Call):
