@@ -52,10 +52,15 @@ class Config:
 
         The most specific matching prefix wins; on a tie, ignore wins (as in ruff).
         """
-        select = self.select if self.select is not None else tuple(c for c, on in known.items() if on)
         chosen = set()
         for code in known:
-            best_select = _specificity(code, tuple(select) + self.extend_select)
+            if self.select is None:  # the default set acts as the prefix "SFL" over default-on rules
+                best_select = len("SFL") if known[code] else None
+            else:
+                best_select = _specificity(code, self.select)
+            extended = _specificity(code, self.extend_select)
+            if extended is not None and (best_select is None or extended > best_select):
+                best_select = extended
             best_ignore = _specificity(code, self.ignore)
             if best_select is not None and (best_ignore is None or best_select > best_ignore):
                 chosen.add(code)

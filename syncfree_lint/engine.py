@@ -6,6 +6,7 @@ helpers reached from a step in another file are known only then.
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -74,10 +75,25 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str])
     """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts)."""
     module_name, root, is_package = module_identity(path)
     facts = FileFacts(path, module_name, root)
+    # Python's own parser first: libcst's native parser can overflow its stack (and kill the
+    # process) on nesting that Python rejects; the ast is reused for positions.
+    tree = None
+    try:
+        tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        if "too many" in str(error.msg) or not _newer_syntax_possible(error):
+            facts.errors.append(Diagnostic(path, error.lineno or 1, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}"))
+            return facts
+    except (RecursionError, MemoryError):
+        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse (Python's own parser gives up)"))
+        return facts
+    except ValueError as error:
+        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"cannot parse: {error}"))
+        return facts
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        facts.errors.append(Diagnostic(path, exc.raw_line, exc.raw_column + 1, "SFL000", f"syntax error: {exc.message}"))
+        facts.errors.append(_syntax_error(path, source, exc))
         return facts
     except RecursionError:
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse"))
@@ -87,7 +103,7 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str])
         return facts
     analysis = ModuleAnalysis(
         path, source, module, _rule_instances(enabled), config.all_step_functions,
-        module_name=module_name, is_package=is_package, root=root,
+        tree=tree, module_name=module_name, is_package=is_package, root=root,
         uses_accelerator=bool(_ACCELERATOR_WORDS.search(source)),
     )
     try:
@@ -99,6 +115,23 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str])
     except Exception as exc:  # a bug outside the rules: report it for this file only
         facts.errors.append(Diagnostic(path, 1, 1, "SFL001", f"internal error: {type(exc).__name__}: {exc} (please report this)"))
         return facts
+
+
+def _newer_syntax_possible(error: SyntaxError) -> bool:
+    """A syntax error that a newer Python might accept (libcst parses up to 3.13 syntax)."""
+    return sys.version_info < (3, 13) and "invalid syntax" in str(error.msg)
+
+
+def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """Python's own message and position when it agrees the file is invalid (it is exacter)."""
+    try:
+        compile(source, path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+    except SyntaxError as error:
+        line = error.lineno or exc.raw_line
+        return Diagnostic(path, line, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}")
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return Diagnostic(path, exc.raw_line, exc.raw_column + 1, "SFL000", f"syntax error: {exc.message}")
 
 
 def read_source(path: str) -> str:

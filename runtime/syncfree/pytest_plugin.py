@@ -78,8 +78,9 @@ def pytest_pyfunc_call(pyfuncitem):
     with g:  # on the CPU stand-in this also keeps tensors created in the body tagged
         result = yield
     if g.events:
+        report = g.report(relative_to=pyfuncitem.config.rootpath)
         pytest.fail(
-            f"{pyfuncitem.nodeid} made host syncs (syncfree.guard, {g.device}):\n{g.report(relative_to=pyfuncitem.config.rootpath)}",
+            f"{pyfuncitem.nodeid} made host syncs (syncfree.guard, {g.device}):\n{report}",
             pytrace=False,
         )
     return result

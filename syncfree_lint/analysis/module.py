@@ -93,6 +93,7 @@ class ModuleAnalysis:
         module: cst.Module,
         rules: Sequence["Rule"],
         step_functions: frozenset,
+        tree: Optional[Any] = None,
         module_name: str = "",
         is_package: bool = False,
         root: str = "",
@@ -105,6 +106,7 @@ class ModuleAnalysis:
         self.module_name = module_name
         self.root = root
         self.uses_accelerator = uses_accelerator
+        self.tree = tree  # the ``ast`` of the same source, for positions
         self.imports = ImportMap(module_name, is_package)
         self.inference = T.TensorInference(self.imports, self.lookup, self._call_kind)
         self.findings: List[Finding] = []
@@ -158,11 +160,15 @@ class ModuleAnalysis:
         """Per-file scratch space for one rule."""
         return self._state.setdefault(rule.code, {})
 
-    def report(self, rule: "Rule", node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
+    def report(
+        self, rule: "Rule", node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None,
+        statement: Optional[cst.CSTNode] = None,
+    ) -> None:
+        """Record a finding at ``node``; ``statement`` when the node is not in the current one."""
         placement = self.placement() if rule.step_only else None
         if placement is not None and placement.function is None and not placement.loops:
             return  # module-level code outside loops runs once
-        self.findings.append(Finding(rule.code, message or rule.message, node, self.statement, placement, fix))
+        self.findings.append(Finding(rule.code, message or rule.message, node, statement or self.statement, placement, fix))
 
     def placement(self) -> Placement:
         guarded = self.guard_depth > 0 or any(loop.rest_guarded for loop in self.loops)
@@ -438,7 +444,10 @@ class ModuleAnalysis:
             self._bind_target(target, T.NUMBER)
             return
         kind = self.kind(iterable)
-        self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
+        if kind == T.BATCH:
+            self._bind_batch(target)
+        else:
+            self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
 
     def _bind_batch(self, target: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -504,7 +513,7 @@ class ModuleAnalysis:
             pname = param.name.value
             if pname == "self" and self.class_frame is not None:
                 env[pname] = T.MODULE if self.class_frame.is_module else None
-            elif is_step and pname.startswith(_BATCH_PARAMS) and pname not in _BATCH_PARAM_EXCLUDE:
+            elif pname == "batch" or (is_step and pname.startswith(_BATCH_PARAMS) and pname not in _BATCH_PARAM_EXCLUDE):
                 env[pname] = T.BATCH
             else:
                 env[pname] = None
@@ -721,7 +730,7 @@ class ModuleAnalysis:
             if guarded and not report_guarded and owner == STEP:
                 continue
             if finder is None:
-                finder = PositionFinder(self.source, self.module)
+                finder = PositionFinder(self.source, self.module, self.tree)
             line, col, end_line, end_col = finder.position(finding.statement, finding.node)
             if noqa.suppressed(finder.line_text(line), finding.code):
                 continue
@@ -747,7 +756,7 @@ class NoqaFilter:
     import re as _re
 
     _PATTERN = _re.compile(
-        r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+)?(?:[A-Z][0-9]*(?:[,\s]+)?)*))?",
+        r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+)?(?:[A-Z]+[0-9]*(?:[,\s]+)?)*))?",
         _re.IGNORECASE,
     )
     _SEPARATOR = _re.compile(r"[,\s]+")

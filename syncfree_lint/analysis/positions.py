@@ -78,8 +78,9 @@ def _ast_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
 class PositionFinder:
     """Resolves (statement, node) pairs of one file to source positions."""
 
-    def __init__(self, source: str, module: cst.Module) -> None:
+    def __init__(self, source: str, module: cst.Module, tree: Optional[ast.Module] = None) -> None:
         self.source = source
+        self._tree = tree
         self.module = module
         self._starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
         self._map: Optional[Dict[int, ast.stmt]] = None
@@ -89,10 +90,12 @@ class PositionFinder:
     def _statement_map(self) -> Dict[int, ast.stmt]:
         if self._map is None:
             self._map = {}
-            try:
-                tree = ast.parse(self.source)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return self._map
+            tree = self._tree
+            if tree is None:
+                try:
+                    tree = ast.parse(self.source)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return self._map
             ours = list(_cst_statements(self.module.body))
             theirs = list(_ast_statements(tree.body))
             if len(ours) == len(theirs):

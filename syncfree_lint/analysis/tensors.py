@@ -84,7 +84,8 @@ _TENSOR_NON_TENSOR_ATTRS = frozenset({
     "shape", "dtype", "device", "is_cuda", "ndim", "requires_grad", "is_leaf", "layout",
     "names", "itemsize", "nbytes", "grad_fn", "is_sparse", "is_quantized", "is_meta",
 })
-_TENSOR_TENSOR_ATTRS = frozenset({"grad", "data", "T", "mT", "H", "mH", "real", "imag"})
+# ``.values``/``.indices`` of max/min/topk/sort results
+_TENSOR_TENSOR_ATTRS = frozenset({"grad", "data", "T", "mT", "H", "mH", "real", "imag", "values", "indices"})
 _MODULE_METHODS_KEEP = frozenset({
     "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_",
     "apply", "type", "share_memory",

@@ -86,7 +86,7 @@ No automatic fix: the numerator and denominator have to be kept apart first.
                 if name is None:
                     continue
                 if name in pending and self._divides(node.value, name):
-                    ctx.report(self, pending.pop(name))
+                    ctx.report(self, *pending.pop(name))
                 elif _is_ratio(node.value, ctx):
                     ratios.add(name)
                 else:
@@ -94,7 +94,7 @@ No automatic fix: the numerator and denominator have to be kept apart first.
         elif isinstance(node, cst.AugAssign):
             name = dotted(node.target)
             if name in pending and isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign)) and _mentions_world_size(node.value):
-                ctx.report(self, pending.pop(name))
+                ctx.report(self, *pending.pop(name))
         elif isinstance(node, cst.Call):
             if not isinstance(node.func, (cst.Name, cst.Attribute)):
                 return
@@ -108,7 +108,7 @@ No automatic fix: the numerator and denominator have to be kept apart first.
             if op is not None and isinstance(op.value, cst.Attribute) and op.value.attr.value == "AVG":
                 ctx.report(self, node, "a per-rank ratio is all_reduced with `ReduceOp.AVG`: wrong when ranks hold different sample counts; all_reduce the numerator and the denominator, then divide")
             elif op is None or (isinstance(op.value, cst.Attribute) and op.value.attr.value == "SUM"):
-                pending[name] = node
+                pending[name] = (node, None, None, ctx.statement)
 
     @staticmethod
     def _divides(value: cst.BaseExpression, name: str) -> bool:

@@ -40,7 +40,8 @@ def test_guard_sees_item_and_explicit_synchronizations(x):
         torch.cuda.current_stream().synchronize()  # s:stream
         z = y + 1  # no sync
     lines = [ev.lineno for ev in g.events]
-    assert lines == [line_of("s:item"), line_of("s:sync"), line_of("s:event"), line_of("s:stream")], g.report()
+    expected = [line_of("s:item"), line_of("s:sync"), line_of("s:event"), line_of("s:stream")]
+    assert lines == expected, g.report()
     assert all(ev.filename == __file__ for ev in g.events)
     assert g.events[1].kind == "synchronize" and "synchronize" in g.events[1].op
     del z

@@ -8,9 +8,15 @@ torch = pytest.importorskip("torch")
 import syncfree  # noqa: E402
 from syncfree.guard import no_host_sync, on_stand_in, stand_in  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    torch.cuda.is_available(), reason="stand-in tests: the default device is CUDA here"
-)
+
+@pytest.fixture(autouse=True)
+def _stand_in_by_default(monkeypatch):
+    """These tests exercise the CPU stand-in, also on a machine with CUDA."""
+    if torch.cuda.is_available():
+        from syncfree import guard
+
+        monkeypatch.setattr(guard, "accelerator_device", lambda: guard.STAND_IN)
+
 
 C = 5
 
@@ -189,7 +195,7 @@ with stand_in() as dev:
     preds = torch.randn(8 + rank, 5, generator=g).to(dev)   # ranks see different batch sizes
     target = torch.randint(0, 5, (8 + rank,), generator=g).to(dev)
     single = [syncfree.MeanMetric().to(dev) for _ in range(2)]
-    with no_host_sync() as guard:  # includes the first sync's layout check (gloo: host objects)
+    with no_host_sync(device=dev) as guard:  # includes the first sync's layout check (gloo: host objects)
         for _ in range(2):
             coll["mean"].update(preds[:, 0])
             coll["max"].update(preds[:, 1])
@@ -201,7 +207,7 @@ with stand_in() as dev:
         coll.compute()
         coll.sync()
     events = [str(e) for e in guard.events]
-    with no_host_sync() as read:
+    with no_host_sync(device=dev) as read:
         values = syncfree.to_host(coll)
 print(json.dumps({"events": events, "reads": len(read.events), "values": values}))
 dist.destroy_process_group()

@@ -1,0 +1,96 @@
+"""The command line, run as users run it: exit codes, output shape, options."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from syncfree_lint.cli import main
+from syncfree_lint.rules import ALL_RULES
+
+STEP = textwrap.dedent(
+    """\
+    import torch
+    model = torch.nn.Linear(2, 2).cuda()
+    for x, y in loader:
+        loss = model(x).sum()
+        loss.backward()
+        print(loss.item())
+        if step % 10 == 0:
+            print(loss.item())
+    """
+)
+
+
+@pytest.fixture
+def train(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(STEP)
+    return path
+
+
+def test_findings_exit_1_and_flake8_shape(train, capsys):
+    assert main([str(train)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"{train}:6:11: SFL101 " + next(r for r in ALL_RULES if r.code == "SFL101").message]
+
+
+def test_clean_exit_0_and_exit_zero(tmp_path, train, capsys):
+    clean = tmp_path / "clean.py"
+    clean.write_text("x = 1\n")
+    assert main([str(clean)]) == 0
+    assert main([str(train), "--exit-zero"]) == 0
+
+
+def test_report_guarded_select_ignore(train, capsys):
+    assert main([str(train), "--report-guarded"]) == 1
+    assert len(capsys.readouterr().out.splitlines()) == 2
+    assert main([str(train), "--ignore", "SFL1"]) == 0
+    assert main([str(train), "--select", "SFL2"]) == 0
+    assert main([str(train), "--select", "SFL101"]) == 1
+
+
+def test_usage_errors_exit_2(train, tmp_path, capsys):
+    assert main([str(train), "--select", "E501"]) == 2
+    assert "unknown rule code" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.py")]) == 2
+    (tmp_path / "pyproject.toml").write_text("[tool.syncfree-lint]\nbogus = 1\n")
+    assert main([str(train)]) == 2
+    assert "unknown key 'bogus'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["--no-such-flag"])
+    assert info.value.code == 2
+
+
+def test_list_rules_explain_statistics(train, capsys):
+    assert main(["--list-rules"]) == 0
+    listed = capsys.readouterr().out
+    assert all(rule.code in listed for rule in ALL_RULES)
+    assert main(["--explain", "sfl106"]) == 0
+    text = capsys.readouterr().out
+    for section in ("What it does", "Why it syncs", "Example", "Use instead", "Fix safety"):
+        assert section in text
+    assert main(["--explain", "SFL999"]) == 2
+    capsys.readouterr()
+    assert main([str(train), "--statistics"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("1      SFL101")
+
+
+def test_stdin_filename_and_entry_points(train):
+    proc = subprocess.run(
+        [sys.executable, "-m", "syncfree_lint", "--stdin-filename", "editor.py", "-"],
+        input=STEP.encode(), capture_output=True,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout.decode().startswith("editor.py:6:11: SFL101")
+    version = subprocess.run(["syncfree-lint", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("syncfree-lint ")
+
+
+def test_linter_never_imports_torch(train):
+    code = (
+        "import sys; from syncfree_lint.cli import main; rc = main([sys.argv[1]]);"
+        "assert 'torch' not in sys.modules, 'linter imported torch'; sys.exit(0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(train)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
