@@ -282,3 +282,13 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
     result.diagnostics = select(diagnostics, config, enabled | always)
     return result
+
+
+def lint_text(path: str, text: str, config: Config) -> List[Diagnostic]:
+    """Findings for one file on its own (helpers in other files are not followed).
+
+    For integrations that hand over one file at a time: the flake8 plugin, editors."""
+    enabled = config.enabled_codes(DEFAULTS)
+    facts, _, _ = lint_path(path, config, enabled, text)
+    always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
+    return select(resolve([facts]), config, enabled | always)
