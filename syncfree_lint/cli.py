@@ -9,7 +9,9 @@ from typing import List, Optional, Sequence
 from syncfree_lint import __version__
 from syncfree_lint.config import ConfigError, load_config, validate_codes, with_overrides
 from syncfree_lint.engine import run
-from syncfree_lint.output.text import format_statistics, format_text
+from syncfree_lint.cache import CACHE_DIR, Cache
+from syncfree_lint.output.formats import FORMATS
+from syncfree_lint.output.text import format_statistics
 from syncfree_lint.rules import ALL_RULES, BY_CODE, DEFAULTS
 
 
@@ -33,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--explain", metavar="CODE", help="print the documentation of a rule and exit")
     parser.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it under NAME")
     parser.add_argument("--report-guarded", action="store_true", default=None, help="also report code under a logging-interval guard")
+    parser.add_argument("--output-format", choices=sorted(FORMATS), default="text", help="how to print findings (default: text, flake8's shape)")
+    parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to lint with (default: all cores)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write .syncfree_cache/")
+    parser.add_argument("--cache-dir", metavar="DIR", help="where the cache lives (default: .syncfree_cache next to the configuration)")
     parser.add_argument("--version", action="version", version=f"syncfree-lint {__version__}")
     return parser
 
@@ -43,6 +49,32 @@ def list_rules() -> str:
         state = "" if rule.default_enabled else "  (opt-in)"
         lines.append(f"{rule.code}  {rule.name:<32} {rule.message.split(';')[0]}{state}")
     return "\n".join(lines) + "\n"
+
+
+class _Progress:
+    """``[done/total] files`` on a terminal's stderr, only once a run takes more than a second."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._time = time.monotonic
+        self._start = self._time()
+        self._last = 0.0
+        self._shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self._time()
+        if now - self._start < 1.0 or now - self._last < 0.1:
+            return
+        self._last = now
+        self._shown = True
+        sys.stderr.write(f"\rsyncfree-lint: {done}/{total} files")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -89,12 +121,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if missing:
             sys.stderr.write(f"syncfree-lint: error: no such file or folder: {', '.join(missing)}\n")
             return 2
+    jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    cache = None
+    if not args.no_cache and stdin is None:
+        folder = args.cache_dir or os.path.join(config.root, CACHE_DIR)
+        cache = Cache(folder, repr(config))
+    progress = _Progress() if sys.stderr.isatty() and stdin is None else None
     try:
-        result = run(paths, config, stdin=stdin)
+        result = run(paths, config, stdin=stdin, jobs=jobs, cache=cache, progress=progress)
     except KeyboardInterrupt:
         sys.stderr.write("syncfree-lint: interrupted\n")
         return 130
-    out.write(format_text(result.diagnostics))
+    finally:
+        if progress is not None:
+            progress.done()
+    out.write(FORMATS[args.output_format](result.diagnostics))
     if args.statistics:
         out.write(format_statistics(result.diagnostics))
     out.flush()

@@ -12,15 +12,18 @@ NaN handling (``nan_strategy``) is done on the device with ``torch.where`` and c
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import torch
 from torch import Tensor
 
-from syncfree.metric import Metric, as_tensor
+from syncfree.metric import Metric
 
 _STRATEGIES = ("error", "warn", "ignore", "disable")
 _POLICY = {"error": "error", "warn": "warn"}
+
+
+_INF = float("inf")
 
 
 class _Aggregator(Metric):
@@ -36,12 +39,29 @@ class _Aggregator(Metric):
                 f"{type(self).__name__}: nan_strategy must be a float or one of {_STRATEGIES}, got {nan_strategy!r}"
             )
         self.nan_strategy = nan_strategy
+        # What update does with NaNs, decided once: "disable" (nothing), "error" (keep and count),
+        # "drop" (warn/ignore: exclude and count), "impute" (replace by a float and count).
+        if isinstance(nan_strategy, str):
+            self._mode = {"warn": "drop", "ignore": "drop"}.get(nan_strategy, nan_strategy)
+            self._impute = 0.0
+        else:
+            self._mode, self._impute = "impute", float(nan_strategy)
         self.add_state(self._state, (), self.dtype, self._reduce)
         self.add_check(
             "_nan_count",
             _POLICY.get(nan_strategy, "off") if isinstance(nan_strategy, str) else "off",
             "{metric}: {count} NaN value(s) seen (nan_strategy=" + repr(nan_strategy) + ")",
         )
+
+    def _prepare(self, value: Any) -> Tensor:
+        """The input as a detached tensor of the metric's dtype (a number: a CPU 0-d tensor)."""
+        if not isinstance(value, Tensor):
+            return torch.as_tensor(value, dtype=self._dtype)
+        if value.dtype != self._dtype:
+            value = value.to(self._dtype)
+        if value.requires_grad:
+            value = value.detach()
+        return value
 
     def _clean(self, value: Tensor, fill: float, weight: Optional[Tensor] = None):
         """Apply the NaN strategy; return (value, weight, nan count)."""
@@ -51,7 +71,7 @@ class _Aggregator(Metric):
         bad = torch.isnan(value)
         if weight is not None:
             bad = bad | torch.isnan(weight)
-        count = bad.sum()
+        count = torch.count_nonzero(bad)
         if strategy in ("warn", "ignore"):
             value = torch.where(bad, torch.full_like(value, fill), value)
             if weight is not None:
@@ -66,14 +86,21 @@ class _Aggregator(Metric):
 class _Extremum(_Aggregator):
     _fill = 0.0
 
-    def _batch(self, value: Any) -> Dict[str, Tensor]:
-        value = as_tensor(value, self.dtype).to(self.dtype)
-        value, _, count = self._clean(value, self._fill)
-        if value.numel() == 0:
-            extreme = torch.full((), self._fill, dtype=self.dtype, device=value.device)
+    def _accumulate(self, S: Any, value: Any) -> None:
+        v = self._prepare(value)
+        if v.numel() == 0:
+            return  # the neutral element: nothing to merge, no NaN
+        mode = self._mode
+        if mode != "disable":
+            S._nan_count.add_(torch.count_nonzero(v.isnan()))
+            if mode != "error":
+                # NaN -> the neutral element (dropped) or the imputed value; +-inf unchanged.
+                v = v.nan_to_num(self._fill if mode == "drop" else self._impute, _INF, -_INF)
+        state = getattr(S, self._state)
+        if self._reduce == "max":
+            torch.maximum(state, v.max(), out=state)
         else:
-            extreme = value.amax() if self._reduce == "max" else value.amin()
-        return {self._state: extreme, "_nan_count": count}
+            torch.minimum(state, v.min(), out=state)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         return states[self._state].clone()
@@ -96,10 +123,19 @@ class SumMetric(_Aggregator):
 
     _state = "sum_value"
 
-    def _batch(self, value: Any) -> Dict[str, Tensor]:
-        value = as_tensor(value, self.dtype).to(self.dtype)
-        value, _, count = self._clean(value, 0.0)
-        return {"sum_value": value.sum(), "_nan_count": count}
+    def _accumulate(self, S: Any, value: Any) -> None:
+        v = self._prepare(value)
+        mode = self._mode
+        if mode == "disable":
+            S.sum_value.add_(v.sum())
+            return
+        S._nan_count.add_(torch.count_nonzero(v.isnan()))
+        if mode == "drop":
+            S.sum_value.add_(v.nansum())
+        elif mode == "error":
+            S.sum_value.add_(v.sum())
+        else:
+            S.sum_value.add_(v.nan_to_num(self._impute, _INF, -_INF).sum())
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         return states["sum_value"].clone()
@@ -114,25 +150,44 @@ class MeanMetric(_Aggregator):
         super().__init__(nan_strategy, **kwargs)
         self.add_state("weight", (), self.dtype, "sum")
 
-    def _batch(self, value: Any, weight: Any = None) -> Dict[str, Tensor]:
-        value = as_tensor(value, self.dtype).to(self.dtype)
+    def _accumulate(self, S: Any, value: Any, weight: Any = None) -> None:
+        v = self._prepare(value)
         if weight is None:
-            weight = torch.ones_like(value)
-        else:
-            weight = as_tensor(weight, self.dtype).to(self.dtype)
-            if weight.ndim == 0:
-                # A scalar (possibly a CPU 0-d tensor) is a kernel argument: no copy.
-                weight = torch.ones_like(value) * weight
-        if weight.shape != value.shape:
+            # Fast path (every weight 1): no weight tensor at all.
+            n = v.numel()
+            mode = self._mode
+            if mode == "disable":
+                S.mean_value.add_(v.sum())
+                S.weight.add_(n)
+                return
+            count = torch.count_nonzero(v.isnan())
+            S._nan_count.add_(count)
+            if mode == "drop":
+                S.mean_value.add_(v.nansum())
+                S.weight.add_(n).sub_(count)
+                return
+            if mode == "error":
+                S.mean_value.add_(v.sum())
+            else:  # impute, with weight 1
+                S.mean_value.add_(v.nan_to_num(self._impute, _INF, -_INF).sum())
+            S.weight.add_(n)
+            return
+        w = self._prepare(weight)
+        if w.ndim == 0:
+            # A scalar (possibly a CPU 0-d tensor) is a kernel argument: no copy.
+            w = torch.ones_like(v) * w
+        if w.shape != v.shape:
             try:
-                weight = torch.broadcast_to(weight, value.shape)
+                w = torch.broadcast_to(w, v.shape)
             except RuntimeError:
                 raise ValueError(
-                    f"MeanMetric.update: weight of shape {tuple(weight.shape)} does not broadcast to "
-                    f"value of shape {tuple(value.shape)}"
+                    f"MeanMetric.update: weight of shape {tuple(w.shape)} does not broadcast to "
+                    f"value of shape {tuple(v.shape)}"
                 ) from None
-        value, weight, count = self._clean(value, 0.0, weight)
-        return {"mean_value": (value * weight).sum(), "weight": weight.sum(), "_nan_count": count}
+        v, w, count = self._clean(v, 0.0, w)
+        S.mean_value.add_((v * w).sum())
+        S.weight.add_(w.sum())
+        S._nan_count.add_(count)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         return states["mean_value"] / states["weight"]

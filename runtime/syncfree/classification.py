@@ -1,8 +1,12 @@
 """Classification metrics (binary and multiclass) built on per-class tp/fp/tn/fn counts.
 
-States are int64 counts on the metric's device: ``tp``, ``fp``, ``tn``, ``fn`` (0-d for binary,
-``(num_classes,)`` for multiclass) or ``confmat``, plus ``_bad_label_count``. Updates use
-``scatter_add_`` with a fixed ``num_classes`` and ``torch.where`` masks, never a host sync.
+States are int64 counts on the metric's device. Confusion matrices, binary stat scores and
+multiclass stat scores with at most ``_HIST_MAX_CLASSES`` classes hold ``confmat`` (C x C, rows:
+target, columns: prediction) and ``_bad_label_count``, views into ONE flat buffer
+``[confmat | bad | ignored]``: an update finds every entry's bin with a lookup table and adds
+them all with a single ``scatter_add_`` (fixed size, no mask, never a host sync); tp/fp/tn/fn are
+derived from the matrix in ``compute``. Multiclass stat scores with more classes keep per-class
+``tp``, ``fp``, ``tn``, ``fn`` (``(num_classes,)``) and ``_bad_label_count`` instead.
 
 Labels out of range (targets not in ``[0, num_classes)`` and not ``ignore_index``; integer preds
 out of range) are excluded from the counts and counted. :func:`syncfree.to_host` then raises
@@ -80,58 +84,6 @@ def _valid_and_bad(t: Tensor, pl: Tensor, num_classes: int, ignore_index: Option
     return in_range & ~ignored, (~in_range & ~ignored).sum()
 
 
-def _binary_labels(owner: str, preds: Tensor, target: Tensor, threshold: float,
-                   ignore_index: Optional[int]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    _check_target(owner, preds, target)
-    if preds.shape != target.shape:
-        raise ValueError(
-            f"{owner}.update: preds and target must have the same shape, got {tuple(preds.shape)} "
-            f"and {tuple(target.shape)}"
-        )
-    p = preds.reshape(-1)
-    if p.is_floating_point():
-        # Probabilities when every value is in [0, 1], else logits: decided on the device.
-        probabilities = ((p >= 0) & (p <= 1)).all()
-        p = torch.where(probabilities, p, p.sigmoid())
-        pl = (p > threshold).long()
-    else:
-        pl = p.long()
-    t = target.reshape(-1).long()
-    keep, bad = _valid_and_bad(t, pl, 2, ignore_index)
-    return t, pl, keep, bad
-
-
-def _multiclass_labels(owner: str, preds: Tensor, target: Tensor, num_classes: int, top_k: int,
-                       ignore_index: Optional[int]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    _check_target(owner, preds, target)
-    t = target.reshape(-1).long()
-    if preds.is_floating_point():
-        expected = (target.shape[0], num_classes) + tuple(target.shape[1:]) if target.ndim else None
-        if preds.ndim != target.ndim + 1 or tuple(preds.shape) != expected:
-            raise ValueError(
-                f"{owner}.update: float preds must have shape (N, num_classes, ...) = {expected} for target "
-                f"of shape {tuple(target.shape)}, got {tuple(preds.shape)}"
-            )
-        scores = preds.movedim(1, -1).reshape(-1, num_classes)
-        if top_k == 1:
-            pl = scores.argmax(-1)
-        else:
-            top = scores.topk(top_k, dim=-1).indices
-            hit = (top == t.unsqueeze(-1)).any(-1)
-            pl = torch.where(hit, t, top[:, 0])
-    else:
-        if preds.shape != target.shape:
-            raise ValueError(
-                f"{owner}.update: integer preds and target must have the same shape, got "
-                f"{tuple(preds.shape)} and {tuple(target.shape)}"
-            )
-        if top_k != 1:
-            raise ValueError(f"{owner}.update: top_k={top_k} needs float scores of shape (N, num_classes, ...)")
-        pl = preds.reshape(-1).long()
-    keep, bad = _valid_and_bad(t, pl, num_classes, ignore_index)
-    return t, pl, keep, bad
-
-
 def _class_stats(t: Tensor, pl: Tensor, keep: Tensor, num_classes: int) -> Dict[str, Tensor]:
     """Per-class tp/fp/tn/fn of the kept entries (scatter_add_ with a fixed size, no sync)."""
     k = keep.long()
@@ -144,6 +96,161 @@ def _class_stats(t: Tensor, pl: Tensor, keep: Tensor, num_classes: int) -> Dict[
     fp = predicted - tp
     fn = actual - tp
     tn = k.sum() - tp - fp - fn
+    return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+
+
+def _build_lut(num_classes: int, ignore_index: Optional[int], float_preds: bool) -> Tensor:
+    """Where each (clamped target, pred) pair goes in the flat ``[confmat | bad | ignored]`` histogram.
+
+    Targets are clamped to ``[-1, C]`` (``-1`` and ``C`` stand for every out-of-range value) and,
+    when ``ignore_index`` is outside ``[0, C)``, ignored entries are marked ``C + 1`` first. Preds
+    are class indices in ``[0, C)`` (float scores: argmax) or integer labels clamped to
+    ``[-1, C]``. The table is indexed by ``target * K + pred`` (K = number of pred values);
+    ``torch.take`` wraps the negative indices of target ``-1`` to the end of the table.
+    """
+    c = num_classes
+    ignore_out = ignore_index is not None and not 0 <= ignore_index < c
+    rows = range(-1, c + 2 if ignore_out else c + 1)
+    cols = range(0, c) if float_preds else range(-1, c + 1)
+    k, size = len(cols), len(rows) * len(cols)
+    bad, ignored = c * c, c * c + 1
+    table = [0] * size
+    for r in rows:
+        for p in cols:
+            if (r == c + 1) if ignore_out else (r == ignore_index):
+                dest = ignored
+            elif 0 <= r < c and 0 <= p < c:
+                dest = r * c + p
+            else:
+                dest = bad
+            table[(r * k + p) % size] = dest
+    return torch.tensor(table, dtype=torch.int64)
+
+
+# A stat-score metric with at most this many classes keeps a confusion matrix (C * C counts,
+# updated by ONE scatter_add_); above it, per-class tp/fp/tn/fn (4 * C counts, more ops).
+_HIST_MAX_CLASSES = 128
+
+
+class _Labels(Metric):
+    """Label handling shared by stat scores and confusion matrices.
+
+    The hist layout is ONE flat int64 buffer ``_hist = [confmat (C*C) | _bad_label_count | ignored]``:
+    every entry of a batch lands in exactly one bin (its confusion-matrix cell, the bad-label
+    counter, or the ignored bin), so an update is a single ``scatter_add_`` of ones. The bin of
+    an entry is found with a lookup table (``torch.take``) indexed by the clamped target and the
+    pred: no mask, no data-dependent shape, no sync.
+    """
+
+    num_classes: int
+    ignore_index: Optional[int]
+
+    def _init_hist(self, num_classes: int, ignore_index: Optional[int], validate_args: bool,
+                   lut: bool = True) -> None:
+        c = num_classes
+        self._ignore_out = ignore_index is not None and not 0 <= ignore_index < c
+        self._use_lut = lut
+        self._ones: Dict[int, Tensor] = {}
+        self.add_state_group("_hist", [("confmat", (c, c), "sum"), ("_bad_label_count", (), "sum")],
+                             torch.int64, scratch=1)
+        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS, state=False)
+        if lut:
+            self.add_constant("_lut_scores", _build_lut(c, ignore_index, True))
+            self.add_constant("_lut_labels", _build_lut(c, ignore_index, False))
+
+    def _on_apply(self) -> None:
+        self._ones = {}
+
+    def _dest(self, t: Tensor, pl: Tensor, scores: bool) -> Tensor:
+        """The ``_hist`` bin of every entry (``scores``: preds are class indices in [0, C))."""
+        c = self.num_classes
+        tc = t.clamp(-1, c)
+        if self._ignore_out:
+            tc.masked_fill_(t == self.ignore_index, c + 1)
+        if scores:
+            return torch.take(self._lut_scores, torch.add(pl, tc, alpha=c))
+        return torch.take(self._lut_labels, torch.add(pl.clamp(-1, c), tc, alpha=c + 2))
+
+    def _scatter(self, S: Any, t: Tensor, pl: Tensor, scores: bool) -> None:
+        c = self.num_classes
+        if not self._use_lut:
+            keep, bad = _valid_and_bad(t, pl, c, self.ignore_index)
+            dest = torch.where(keep, t * c + pl, c * c + 1)
+            S._bad_label_count.add_(bad)
+        else:
+            dest = self._dest(t, pl, scores)
+        n = dest.shape[0]
+        ones = self._ones.get(n)
+        if ones is None:
+            if len(self._ones) > 16:
+                self._ones.clear()
+            ones = self._ones[n] = torch.ones(n, dtype=torch.int64, device=dest.device)
+        S._hist.scatter_add_(0, dest, ones)
+
+    # ---- batch -> (flat targets, flat preds, preds are class indices in [0, C)) ------------
+    def _binary_labels(self, preds: Tensor, target: Tensor) -> Tuple[Tensor, Tensor, bool]:
+        _check_target(type(self).__name__, preds, target)
+        if preds.shape != target.shape:
+            raise ValueError(
+                f"{type(self).__name__}.update: preds and target must have the same shape, got "
+                f"{tuple(preds.shape)} and {tuple(target.shape)}"
+            )
+        t = target if target.ndim == 1 else target.reshape(-1)
+        if t.dtype != torch.int64:
+            t = t.long()
+        p = preds if preds.ndim == 1 else preds.reshape(-1)
+        if p.is_floating_point():
+            if p.requires_grad:
+                p = p.detach()
+            # Probabilities when every value is in [0, 1], else logits: decided on the device
+            # (NaN: clamp keeps it, NaN != NaN, so logits, as torchmetrics).
+            probabilities = (p.clamp(0, 1) == p).all()
+            return t, torch.where(probabilities, p, p.sigmoid()) > self.threshold, True
+        return t, p.long(), False
+
+    def _multiclass_labels(self, preds: Tensor, target: Tensor, top_k: int) -> Tuple[Tensor, Tensor, bool]:
+        owner = type(self).__name__
+        _check_target(owner, preds, target)
+        c = self.num_classes
+        t = target if target.ndim == 1 else target.reshape(-1)
+        if t.dtype != torch.int64:
+            t = t.long()
+        if preds.is_floating_point():
+            ps, ts = preds.shape, target.shape
+            if len(ps) != len(ts) + 1 or not ts or ps[0] != ts[0] or ps[1] != c or ps[2:] != ts[1:]:
+                expected = (ts[0], c) + tuple(ts[1:]) if ts else None
+                raise ValueError(
+                    f"{owner}.update: float preds must have shape (N, num_classes, ...) = {expected} for target "
+                    f"of shape {tuple(ts)}, got {tuple(ps)}"
+                )
+            if top_k == 1:
+                pl = preds.argmax(1)
+                return t, (pl if pl.ndim == 1 else pl.reshape(-1)), True
+            scores = preds.detach().movedim(1, -1).reshape(-1, c)
+            top = scores.topk(top_k, dim=-1).indices
+            hit = (top == t.unsqueeze(-1)).any(-1)
+            # A hit counts as correct (pred = target), a miss as its top-1 class.
+            return t, torch.where(hit, t, top[:, 0]), True
+        if preds.shape != target.shape:
+            raise ValueError(
+                f"{owner}.update: integer preds and target must have the same shape, got "
+                f"{tuple(preds.shape)} and {tuple(target.shape)}"
+            )
+        if top_k != 1:
+            raise ValueError(f"{owner}.update: top_k={top_k} needs float scores of shape (N, num_classes, ...)")
+        p = preds if preds.ndim == 1 else preds.reshape(-1)
+        return t, p.long(), False
+
+
+def _stats_of(states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
+    """Per-class tp/fp/tn/fn, from the confusion matrix when that is the layout."""
+    if "confmat" not in states:
+        return states  # type: ignore[return-value]
+    cm = states["confmat"]
+    tp = cm.diagonal()
+    fp = cm.sum(0) - tp
+    fn = cm.sum(1) - tp
+    tn = cm.sum() - tp - fp - fn
     return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
 
 
@@ -189,7 +296,7 @@ def _score(kind: str, s: Mapping[str, Tensor], average: str, top_k: int, zero: f
 
 
 # ---- bases --------------------------------------------------------------------------------
-class _BinaryStatScores(Metric):
+class _BinaryStatScores(_Labels):
     _kind = ""
 
     def __init__(self, threshold: float, multidim_average: str, ignore_index: Optional[int],
@@ -205,21 +312,18 @@ class _BinaryStatScores(Metric):
         self.ignore_index = ignore_index
         self.validate_args = validate_args
         self.zero_division = _check_zero_division(owner, zero_division)
-        for name in ("tp", "fp", "tn", "fn"):
-            self.add_state(name, (), torch.int64, "sum")
-        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
+        self.num_classes = 2
+        self._init_hist(2, ignore_index, validate_args)
 
-    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
-        t, pl, keep, bad = _binary_labels(type(self).__name__, preds, target, self.threshold, self.ignore_index)
-        stats = {name: value[1] for name, value in _class_stats(t, pl, keep, 2).items()}
-        stats["_bad_label_count"] = bad
-        return stats
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        self._scatter(S, *self._binary_labels(preds, target))
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        return _score(self._kind, states, "binary", 1, self.zero_division, self.dtype)
+        stats = {name: value[1] for name, value in _stats_of(states).items()}
+        return _score(self._kind, stats, "binary", 1, self.zero_division, self.dtype)
 
 
-class _MulticlassStatScores(Metric):
+class _MulticlassStatScores(_Labels):
     _kind = ""
 
     def __init__(self, num_classes: Optional[int], top_k: int, average: Optional[str], multidim_average: str,
@@ -241,20 +345,26 @@ class _MulticlassStatScores(Metric):
         self.ignore_index = ignore_index
         self.validate_args = validate_args
         self.zero_division = _check_zero_division(owner, zero_division)
-        for name in ("tp", "fp", "tn", "fn"):
-            self.add_state(name, (self.num_classes,), torch.int64, "sum")
-        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
+        self._use_hist = self.num_classes <= _HIST_MAX_CLASSES
+        if self._use_hist:
+            self._init_hist(self.num_classes, ignore_index, validate_args)
+        else:
+            for name in ("tp", "fp", "tn", "fn"):
+                self.add_state(name, (self.num_classes,), torch.int64, "sum")
+            self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
 
-    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
-        t, pl, keep, bad = _multiclass_labels(
-            type(self).__name__, preds, target, self.num_classes, self.top_k, self.ignore_index
-        )
-        stats = _class_stats(t, pl, keep, self.num_classes)
-        stats["_bad_label_count"] = bad
-        return stats
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        t, pl, scores = self._multiclass_labels(preds, target, self.top_k)
+        if self._use_hist:
+            self._scatter(S, t, pl, scores)
+            return
+        keep, bad = _valid_and_bad(t, pl, self.num_classes, self.ignore_index)
+        for name, value in _class_stats(t, pl, keep, self.num_classes).items():
+            getattr(S, name).add_(value)
+        S._bad_label_count.add_(bad)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        return _score(self._kind, states, self.average, self.top_k, self.zero_division, self.dtype)
+        return _score(self._kind, _stats_of(states), self.average, self.top_k, self.zero_division, self.dtype)
 
 
 # ---- public classes -------------------------------------------------------------------------
@@ -343,7 +453,7 @@ class MulticlassF1Score(_MulticlassStatScores):
                          zero_division, kwargs)
 
 
-class _ConfusionMatrixBase(Metric):
+class _ConfusionMatrixBase(_Labels):
     def _init_confmat(self, num_classes: int, normalize: Optional[str], ignore_index: Optional[int],
                       validate_args: bool) -> None:
         owner = type(self).__name__
@@ -354,14 +464,8 @@ class _ConfusionMatrixBase(Metric):
         self.normalize = normalize
         self.ignore_index = ignore_index
         self.validate_args = validate_args
-        self.add_state("confmat", (num_classes, num_classes), torch.int64, "sum")
-        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
-
-    def _from_labels(self, t: Tensor, pl: Tensor, keep: Tensor, bad: Tensor) -> Dict[str, Tensor]:
-        c = self.num_classes
-        index = torch.where(keep, t * c + pl, torch.zeros_like(t))
-        counts = torch.zeros(c * c, dtype=torch.int64, device=t.device).scatter_add_(0, index, keep.long())
-        return {"confmat": counts.view(c, c), "_bad_label_count": bad}
+        # The lookup tables are (C + 3) * (C + 2) entries: past _HIST_MAX_CLASSES, masks instead.
+        self._init_hist(num_classes, ignore_index, validate_args, lut=num_classes <= _HIST_MAX_CLASSES)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         confmat = states["confmat"]
@@ -387,9 +491,8 @@ class BinaryConfusionMatrix(_ConfusionMatrixBase):
         self.threshold = float(threshold)
         self._init_confmat(2, normalize, ignore_index, validate_args)
 
-    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
-        return self._from_labels(*_binary_labels(type(self).__name__, preds, target, self.threshold,
-                                                 self.ignore_index))
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        self._scatter(S, *self._binary_labels(preds, target))
 
 
 class MulticlassConfusionMatrix(_ConfusionMatrixBase):
@@ -401,9 +504,8 @@ class MulticlassConfusionMatrix(_ConfusionMatrixBase):
         self._init_confmat(_check_num_classes(type(self).__name__, num_classes), normalize, ignore_index,
                            validate_args)
 
-    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
-        return self._from_labels(*_multiclass_labels(type(self).__name__, preds, target, self.num_classes, 1,
-                                                     self.ignore_index))
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        self._scatter(S, *self._multiclass_labels(preds, target, 1))
 
 
 # ---- task wrappers (torchmetrics' Accuracy(task=...) etc.) ----------------------------------

@@ -13,7 +13,8 @@ from syncfree.metric import Metric, parse_base_kwargs
 
 def _accepted_kwargs(metric: Metric) -> Optional[set]:
     """Keyword names ``metric.update`` takes, or None when it takes ``**kwargs``."""
-    params = inspect.signature(metric._batch).parameters.values()
+    # _accumulate(S, *update arguments): skip the state holder S.
+    params = list(inspect.signature(metric._accumulate).parameters.values())[1:]
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return None
     return {p.name for p in params}

@@ -3,11 +3,18 @@
 A metric is a set of linearly additive *states* (tensors on the metric's device, each with a
 reduce op: ``"sum"``, ``"max"`` or ``"min"``) plus three pure functions written by subclasses:
 
-- ``_batch(*args)`` turns one batch into a contribution for every state (no host sync);
+- ``_accumulate(S, *args)`` adds one batch into the states held by ``S`` in place (no host sync).
+  ``S`` is the metric itself for ``update`` (its states are attributes), or a scratch holder of
+  neutral states of the same layout for ``forward`` (the batch value);
 - ``_compute(states)`` turns states into the result (device tensors, no host sync);
 - ``_checks`` names the counter states reported by :func:`syncfree.to_host`.
 
-``update`` merges a batch contribution into the local states in place. Distributed sync never
+Storage: every state is a view (a plain attribute, so ``update`` reads it without
+``nn.Module.__getattr__``) into a registered, non-persistent flat buffer. ``add_state`` gives a
+state its own buffer; ``add_state_group`` packs several states of one dtype (plus scratch
+elements, e.g. a dump bin) into ONE buffer so that a single ``scatter_add_`` updates them all.
+Constant tensors an update needs (lookup tables) are buffers too (``add_constant``), so
+``.to(device)`` moves them. Views are re-bound after every ``_apply`` (``.to``, casts). Distributed sync never
 touches the local states: it fills a separate *synced* copy that ``compute`` reads until the next
 ``update``/``reset``/``unsync``, so local accumulation can go on after a sync.
 
@@ -103,24 +110,82 @@ class Metric(nn.Module):
         self._synced: Optional[Dict[str, Tensor]] = None
         self._pending: Any = None
         self._verified_layouts: set = set()
+        # buffer name -> [(state name, offset, shape)]; attribute name -> buffer name (constants)
+        self._groups: Dict[str, List[Tuple[str, int, Tuple[int, ...]]]] = {}
+        self._constants: Dict[str, str] = {}
 
     # ---- states -------------------------------------------------------------------------
     def add_state(self, name: str, shape: Sequence[int] = (), dtype: Optional[torch.dtype] = None,
                   reduce: str = "sum") -> None:
-        """Register a state filled with the neutral element of ``reduce``."""
-        if reduce not in REDUCE_OPS:
-            raise ValueError(f"reduce must be one of {REDUCE_OPS}, got {reduce!r}")
-        dtype = dtype or self._dtype
-        value = torch.full(tuple(shape), identity_value(reduce, dtype), dtype=dtype)
-        self.register_buffer(name, value, persistent=False)
-        self._reductions[name] = reduce
+        """Register a state filled with the neutral element of ``reduce`` (its own buffer)."""
+        self.add_state_group("_buf_" + name, [(name, shape, reduce)], dtype)
 
-    def add_check(self, counter: str, policy: str, message: str) -> None:
+    def add_state_group(self, buffer: str, specs: Sequence[Tuple[str, Sequence[int], str]],
+                        dtype: Optional[torch.dtype] = None, scratch: int = 0) -> None:
+        """Register states ``(name, shape, reduce)`` of one dtype as views into ONE flat buffer.
+
+        ``scratch`` extra elements follow the states (not states: never synced, checkpointed or
+        read; e.g. the bin that ignored samples are scattered into).
+        """
+        dtype = dtype or self._dtype
+        layout, offset = [], 0
+        for name, shape, reduce in specs:
+            if reduce not in REDUCE_OPS:
+                raise ValueError(f"reduce must be one of {REDUCE_OPS}, got {reduce!r}")
+            shape = tuple(shape)
+            layout.append((name, offset, shape))
+            offset += math.prod(shape)
+            self._reductions[name] = reduce
+        self._groups[buffer] = layout
+        self.register_buffer(buffer, torch.zeros(offset + scratch, dtype=dtype), persistent=False)
+        self._bind()
+        self._fill_neutral(self)
+
+    def add_constant(self, name: str, value: Tensor) -> None:
+        """A constant tensor (moved with the metric) readable as the plain attribute ``name``."""
+        self._constants[name] = "_const" + name
+        self.register_buffer("_const" + name, value, persistent=False)
+        self._bind()
+
+    def _bind(self) -> None:
+        """(Re)bind every state view and constant as a plain instance attribute."""
+        buffers = self._buffers
+        for buffer, layout in self._groups.items():
+            flat = buffers[buffer]
+            for name, offset, shape in layout:
+                object.__setattr__(self, name, flat[offset:offset + math.prod(shape)].view(shape))
+        for name, buffer in self._constants.items():
+            object.__setattr__(self, name, buffers[buffer])
+
+    def _fill_neutral(self, holder: Any) -> None:
+        """Fill the states (and scratch) held by ``holder`` with their neutral elements."""
+        for buffer, layout in self._groups.items():
+            getattr(holder, buffer).zero_()
+            for name, _, _ in layout:
+                op = self._reductions[name]
+                if op != "sum":
+                    state = getattr(holder, name)
+                    state.fill_(identity_value(op, state.dtype))
+
+    def _scratch(self) -> "_Scratch":
+        """Neutral states of this metric's layout (fresh buffers) for one batch (``forward``)."""
+        holder = _Scratch()
+        for buffer, layout in self._groups.items():
+            flat = torch.empty_like(self._buffers[buffer])
+            holder.__dict__[buffer] = flat
+            for name, offset, shape in layout:
+                holder.__dict__[name] = flat[offset:offset + math.prod(shape)].view(shape)
+        self._fill_neutral(holder)
+        return holder
+
+    def add_check(self, counter: str, policy: str, message: str, state: bool = True) -> None:
         """Declare that state ``counter`` counts bad values, reported by ``to_host`` per ``policy``.
 
-        ``message`` is formatted with ``count`` and ``metric``.
+        ``message`` is formatted with ``count`` and ``metric``. ``state=False``: the counter state
+        was already registered (e.g. inside a state group).
         """
-        self.add_state(counter, (), torch.int64, "sum")
+        if state:
+            self.add_state(counter, (), torch.int64, "sum")
         self._checks.append((counter, policy, message))
 
     def local_states(self) -> Dict[str, Tensor]:
@@ -141,7 +206,7 @@ class Metric(nn.Module):
         return self._dtype
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def _batch(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
+    def _accumulate(self, S: Any, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
@@ -154,19 +219,24 @@ class Metric(nn.Module):
             if op == "sum":
                 state.add_(value)
             elif op == "max":
-                state.copy_(torch.maximum(state, value.to(state.dtype)))
+                torch.maximum(state, value, out=state)
             else:
-                state.copy_(torch.minimum(state, value.to(state.dtype)))
+                torch.minimum(state, value, out=state)
         # The synced copy no longer describes this rank's states.
         self._synced = None
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Add one batch to the local states, in place, without a host sync."""
-        self._merge(self._batch(*args, **kwargs))
+        self._accumulate(self, *args, **kwargs)
+        if self._synced is not None:
+            # The synced copy no longer describes this rank's states.
+            self._synced = None
 
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
         """Update with the batch and return the metric of this batch alone (no sync)."""
-        batch = self._batch(*args, **kwargs)
+        scratch = self._scratch()
+        self._accumulate(scratch, *args, **kwargs)
+        batch = {name: getattr(scratch, name) for name in self._reductions}
         self._merge(batch)
         return self._compute(batch)
 
@@ -184,16 +254,21 @@ class Metric(nn.Module):
 
     def reset(self) -> None:
         """Return every state to its neutral element and drop any synced copy."""
-        for name, op in self._reductions.items():
-            state = getattr(self, name)
-            state.fill_(identity_value(op, state.dtype))
+        self._fill_neutral(self)
         self._synced = None
         self._pending = None
 
     def _apply(self, fn: Callable, *args: Any, **kwargs: Any) -> "Metric":
-        # A device move or cast invalidates the synced copy (it is not a buffer).
+        # A device move or cast invalidates the synced copy (it is not a buffer) and replaces the
+        # buffers: re-bind the state views and constants, drop per-device caches.
         self._synced = None
-        return super()._apply(fn, *args, **kwargs)
+        out = super()._apply(fn, *args, **kwargs)
+        self._bind()
+        self._on_apply()
+        return out
+
+    def _on_apply(self) -> None:
+        """Hook for subclasses that cache tensors derived from their buffers."""
 
     # ---- checks -------------------------------------------------------------------------
     def check_counters(self) -> List[Tuple[Tensor, str, str]]:
@@ -246,6 +321,10 @@ class Metric(nn.Module):
 
     def extra_repr(self) -> str:
         return ""
+
+
+class _Scratch:
+    """Holds one batch's neutral states (attributes named like the metric's states)."""
 
 
 class _ChecksOnly:

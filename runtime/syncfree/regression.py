@@ -27,28 +27,43 @@ class _ErrorSum(Metric):
         self.add_state(self._state, shape, self.dtype, "sum")
         self.add_state("total", (), torch.int64, "sum")
 
+    def _error_sum(self, diff: Tensor) -> Tensor:
+        """Sum of the errors of a 1-d ``diff`` (one op where possible)."""
+        raise NotImplementedError
+
     def _error(self, diff: Tensor) -> Tensor:
         raise NotImplementedError
 
-    def _batch(self, preds: Tensor, target: Tensor) -> Dict[str, Tensor]:
-        owner = type(self).__name__
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
         if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
-            raise TypeError(f"{owner}.update: preds and target must be tensors")
+            raise TypeError(f"{type(self).__name__}.update: preds and target must be tensors")
         if preds.shape != target.shape:
             raise ValueError(
-                f"{owner}.update: preds and target must have the same shape, got {tuple(preds.shape)} "
-                f"and {tuple(target.shape)}"
+                f"{type(self).__name__}.update: preds and target must have the same shape, got "
+                f"{tuple(preds.shape)} and {tuple(target.shape)}"
             )
+        dtype = self._dtype
+        if preds.dtype != dtype:
+            preds = preds.to(dtype)
+        if target.dtype != dtype:
+            target = target.to(dtype)
         if self.num_outputs == 1:
-            preds, target = preds.reshape(-1), target.reshape(-1)
-        elif preds.ndim != 2 or preds.shape[1] != self.num_outputs:
+            diff = preds - target
+            if diff.requires_grad:
+                diff = diff.detach()
+            if diff.ndim != 1:
+                diff = diff.reshape(-1)
+            getattr(S, self._state).add_(self._error_sum(diff))
+            S.total.add_(diff.shape[0])
+            return
+        if preds.ndim != 2 or preds.shape[1] != self.num_outputs:
             raise ValueError(
-                f"{owner}.update: with num_outputs={self.num_outputs} preds must have shape (N, "
+                f"{type(self).__name__}.update: with num_outputs={self.num_outputs} preds must have shape (N, "
                 f"{self.num_outputs}), got {tuple(preds.shape)}"
             )
-        diff = preds.to(self.dtype) - target.to(self.dtype)
-        count = torch.as_tensor(target.shape[0] if target.ndim else 1, dtype=torch.int64)
-        return {self._state: self._error(diff).sum(0), "total": count}
+        diff = (preds - target).detach()
+        getattr(S, self._state).add_(self._error(diff).sum(0))
+        S.total.add_(diff.shape[0])
 
 
 class MeanSquaredError(_ErrorSum):
@@ -62,6 +77,9 @@ class MeanSquaredError(_ErrorSum):
 
     def _error(self, diff: Tensor) -> Tensor:
         return diff * diff
+
+    def _error_sum(self, diff: Tensor) -> Tensor:
+        return torch.dot(diff, diff)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         mse = states["sum_squared_error"] / states["total"]
@@ -78,6 +96,9 @@ class MeanAbsoluteError(_ErrorSum):
 
     def _error(self, diff: Tensor) -> Tensor:
         return diff.abs()
+
+    def _error_sum(self, diff: Tensor) -> Tensor:
+        return torch.linalg.vector_norm(diff, 1)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         return states["sum_abs_error"] / states["total"]

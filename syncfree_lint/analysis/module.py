@@ -40,6 +40,17 @@ _BATCH_PARAMS = ("batch", "sample", "samples", "inputs")
 _BATCH_PARAM_EXCLUDE = ("batch_idx", "batch_size", "batch_nb", "batch_index", "batch_num", "sample_size", "samples_per_gpu")
 
 
+_NODE_TYPES: Dict[type, bool] = {}
+
+
+def _is_node(cls: type) -> bool:
+    """``issubclass(cls, CSTNode)``, cached: abc checks are slow on this hot path."""
+    known = _NODE_TYPES.get(cls)
+    if known is None:
+        known = _NODE_TYPES[cls] = issubclass(cls, cst.CSTNode)
+    return known
+
+
 def _fields(cls: type) -> Tuple[str, ...]:
     names = _FIELD_CACHE.get(cls)
     if names is None:
@@ -108,7 +119,7 @@ class ModuleAnalysis:
         self.uses_accelerator = uses_accelerator
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.imports = ImportMap(module_name, is_package)
-        self.inference = T.TensorInference(self.imports, self.lookup, self._call_kind)
+        self.inference = T.TensorInference(self.imports, self.lookup, self._call_kind, self.kind)
         self.findings: List[Finding] = []
         self.calls: List[CallSite] = []
         self.rule_errors: List[Tuple[str, BaseException]] = []
@@ -117,6 +128,8 @@ class ModuleAnalysis:
             for node_type in rule.node_types:
                 self._dispatch.setdefault(node_type, []).append(rule)
         self._disabled: Set[str] = set()
+        self._kinds: Dict[int, Optional[str]] = {}
+        self._qualnames: Dict[int, Optional[str]] = {}
         self._state: Dict[str, Dict[Any, Any]] = {}
         # scopes
         self.module_env: Dict[str, Optional[str]] = {}
@@ -138,19 +151,28 @@ class ModuleAnalysis:
 
     # ------------------------------------------------------------------ questions rules ask
     def kind(self, expr: cst.BaseExpression) -> Optional[str]:
-        """The inferred kind of ``expr`` (see ``analysis.tensors``)."""
-        return self.inference.kind(expr)
+        """The inferred kind of ``expr`` (see ``analysis.tensors``); memoised until a name is rebound."""
+        key = id(expr)
+        if key in self._kinds:
+            return self._kinds[key]
+        kind = self._kinds[key] = self.inference.infer(expr)
+        return kind
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """Positive evidence that ``expr`` is a tensor that may live on an accelerator."""
-        return self.inference.kind(expr) in T.DEVICE_TENSORS
+        return self.kind(expr) in T.DEVICE_TENSORS
 
     def maybe_tensor(self, expr: cst.BaseExpression) -> bool:
         """Not known to be anything but a device tensor (numpy, number, host tensor, module)."""
-        return self.inference.kind(expr) not in T.NOT_DEVICE
+        return self.kind(expr) not in T.NOT_DEVICE
 
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
-        return self.imports.qualname(expr)
+        """The dotted name of a Name/Attribute chain through the imports (memoised per node)."""
+        key = id(expr)
+        if key in self._qualnames:
+            return self._qualnames[key]
+        qual = self._qualnames[key] = self.imports.qualname(expr)
+        return qual
 
     def is_store(self, node: cst.CSTNode) -> bool:
         """True for an assignment target (``t[mask] = ...``)."""
@@ -186,6 +208,8 @@ class ModuleAnalysis:
         return None
 
     def _bind(self, name: str, kind: Optional[str]) -> None:
+        if self._kinds:
+            self._kinds.clear()
         self._envs[-1][name] = kind
         if name.startswith("self.") and self.class_frame is not None and self.function is not None:
             previous = self.class_frame.attrs.get(name)
@@ -262,14 +286,16 @@ class ModuleAnalysis:
         self._children(node)
 
     def _children(self, node: cst.CSTNode) -> None:
+        visit = self._visit
         for name in _fields(type(node)):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                self._visit(value)
-            elif isinstance(value, (tuple, list)):
+            kind = type(value)
+            if kind is tuple or kind is list:
                 for child in value:
-                    if isinstance(child, cst.CSTNode):
-                        self._visit(child)
+                    if _is_node(type(child)):
+                        visit(child)
+            elif _is_node(kind):
+                visit(value)
 
     def _rules(self, node: cst.CSTNode) -> None:
         rules = self._dispatch.get(type(node))
@@ -362,9 +388,13 @@ class ModuleAnalysis:
 
     def _import(self, node: cst.Import) -> None:
         self.imports.add_import(node)
+        self._qualnames.clear()
+        self._kinds.clear()
 
     def _import_from(self, node: cst.ImportFrom) -> None:
         self.imports.add_import_from(node)
+        self._qualnames.clear()
+        self._kinds.clear()
 
     def _if(self, node: cst.If) -> None:
         self.statement = node
@@ -381,6 +411,7 @@ class ModuleAnalysis:
         after_body = dict(env)
         env.clear()
         env.update(before)
+        self._kinds.clear()
         if node.orelse is not None:
             if isinstance(node.orelse, cst.If):
                 self._if(node.orelse)
@@ -389,6 +420,7 @@ class ModuleAnalysis:
         for name in after_body.keys() | env.keys():
             if after_body.get(name, before.get(name)) is not env.get(name, before.get(name)):
                 env[name] = T.merge(after_body.get(name, before.get(name)), env.get(name, before.get(name)))
+        self._kinds.clear()
         exit_kind = is_early_exit(node)
         if exit_kind == "continue" and guard and self.loops:
             self.loops[-1].rest_guarded = True
@@ -509,6 +541,7 @@ class ModuleAnalysis:
         self.function, self.loops, self.guard_depth = frame, [], 0
         env: Dict[str, Optional[str]] = {}
         self._envs.append(env)
+        self._kinds.clear()
         for param in self._params(node.params):
             pname = param.name.value
             if pname == "self" and self.class_frame is not None:
@@ -524,6 +557,7 @@ class ModuleAnalysis:
         self._suite(node.body)
         self._prefix.pop()
         self._envs.pop()
+        self._kinds.clear()
         self.function, self.loops, self.guard_depth = saved
         kinds = set(frame.returns)
         if len(kinds) == 1:
@@ -574,7 +608,7 @@ class ModuleAnalysis:
     def _call(self, node: cst.Call) -> None:
         self._rules(node)
         func = node.func
-        qual = self.imports.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        qual = self.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if is_step_marker(node, qual):
             if self.loops:
                 self.loops[-1].is_step = self.loops[-1].is_step or self.uses_accelerator
@@ -648,8 +682,10 @@ class ModuleAnalysis:
     def _lambda(self, node: cst.Lambda) -> None:
         self._rules(node)
         self._envs.append({p.name.value: None for p in self._params(node.params)})
+        self._kinds.clear()
         self._visit(node.body)
         self._envs.pop()
+        self._kinds.clear()
 
     # ------------------------------------------------------------------ settling
     def _settle_loops(self) -> None:

@@ -154,14 +154,16 @@ def is_true(expr: Optional[cst.BaseExpression]) -> bool:
 class TensorInference:
     """Answers ``kind(expr)`` for one module, reading bindings through ``lookup``."""
 
-    def __init__(self, imports: ImportMap, lookup: Lookup, call_kind: Callable[[cst.Call], Optional[str]]) -> None:
+    def __init__(self, imports: ImportMap, lookup: Lookup, call_kind: Callable[[cst.Call], Optional[str]],
+                 memo: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None) -> None:
         self.imports = imports
         self.lookup = lookup
         self.call_kind = call_kind  # kinds of calls of local functions and classes
+        self.kind = memo or self.infer  # sub-expressions go through the caller's memo
 
-    def kind(self, expr: cst.BaseExpression) -> Optional[str]:
-        method = getattr(self, "_" + type(expr).__name__, None)
-        return method(expr) if method is not None else None
+    def infer(self, expr: cst.BaseExpression) -> Optional[str]:
+        method = _DISPATCH.get(type(expr))
+        return method(self, expr) if method is not None else None
 
     # -- leaves
     def _Name(self, node: cst.Name) -> Optional[str]:
@@ -412,6 +414,13 @@ class TensorInference:
         if receiver == BATCH:
             return TENSOR
         return TENSOR if receiver in DEVICE_TENSORS or value is not None else receiver
+
+
+_DISPATCH = {
+    getattr(cst, name[1:]): method
+    for name, method in vars(TensorInference).items()
+    if name.startswith("_") and name[1:2].isupper() and hasattr(cst, name[1:])
+}
 
 
 def merge(left: Optional[str], right: Optional[str]) -> Optional[str]:

@@ -1,0 +1,67 @@
+"""The per-file result cache in ``.syncfree_cache/``.
+
+A file's facts are stored under a key made of its bytes, its path, the configuration and the
+tool version, so any change to one of them misses. Writes go to a temporary file in the same
+folder and are renamed into place, so concurrent runs never see half a file.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from typing import Any, Optional
+
+from syncfree_lint import __version__
+
+CACHE_DIR = ".syncfree_cache"
+
+
+class Cache:
+    def __init__(self, folder: str, config_key: str) -> None:
+        self.folder = os.path.join(folder, __version__)
+        self.salt = f"{__version__}\0{config_key}\0".encode()
+        self._ready = False
+
+    def key(self, path: str, data: bytes) -> str:
+        digest = hashlib.blake2b(self.salt, digest_size=20)
+        digest.update(os.path.abspath(path).encode("utf-8", "surrogateescape"))
+        digest.update(b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def _file(self, key: str) -> str:
+        return os.path.join(self.folder, key[:2], key[2:] + ".pickle")
+
+    def get(self, key: str) -> Optional[Any]:
+        try:
+            with open(self._file(key), "rb") as handle:
+                return pickle.load(handle)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
+            return None
+
+    def put(self, key: str, value: Any) -> None:
+        target = self._file(key)
+        folder = os.path.dirname(target)
+        try:
+            if not self._ready:
+                os.makedirs(self.folder, exist_ok=True)
+                marker = os.path.join(os.path.dirname(self.folder), "CACHEDIR.TAG")
+                if not os.path.exists(marker):
+                    with open(marker, "w") as handle:
+                        handle.write("Signature: 8a477f597d28d172789f06886806bc55\n# syncfree-lint cache\n")
+                self._ready = True
+            os.makedirs(folder, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(temp, target)
+            except BaseException:
+                try:
+                    os.unlink(temp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass  # a read-only tree simply runs without a cache
