@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--explain", metavar="CODE", help="print the documentation of a rule and exit")
     parser.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it under NAME")
     parser.add_argument("--report-guarded", action="store_true", default=None, help="also report code under a logging-interval guard")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply fixes that may change behaviour")
+    parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing (exit 1 if there is a diff)")
+    parser.add_argument("--show-fixes", action="store_true", help="list what was fixed")
     parser.add_argument("--output-format", choices=sorted(FORMATS), default="text", help="how to print findings (default: text, flake8's shape)")
     parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to lint with (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write .syncfree_cache/")
@@ -49,6 +53,56 @@ def list_rules() -> str:
         state = "" if rule.default_enabled else "  (opt-in)"
         lines.append(f"{rule.code}  {rule.name:<32} {rule.message.split(';')[0]}{state}")
     return "\n".join(lines) + "\n"
+
+
+def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
+    """Apply fixes (or print them with --diff). Returns an exit status for --diff, else None."""
+    from syncfree_lint.engine import lint_text
+    from syncfree_lint.fixes.apply import ChangedOnDisk, fix_text, write_atomically
+    from syncfree_lint.source import SourceError, decode_source, detect_encoding
+
+    def applicable(d) -> bool:
+        return d.fix is not None and (d.fix.applicability == "safe" or args.unsafe_fixes)
+
+    by_path: dict = {}
+    for d in result.diagnostics:
+        if applicable(d):
+            by_path.setdefault(d.path, []).append(d)
+    fixed_count, diffs, applied_all = 0, [], []
+    for path, first in by_path.items():
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            text = decode_source(data)
+            encoding = detect_encoding(data)
+        except (OSError, SourceError) as exc:
+            sys.stderr.write(f"syncfree-lint: cannot fix {path}: {exc}\n")
+            continue
+        passes = iter([first])
+        lint = lambda p, t: next(passes, None) or lint_text(p, t, config)  # noqa: E731
+        fixed = fix_text(path, text, lint, applicable)
+        if not fixed.changed:
+            continue
+        applied_all.extend(fixed.applied)
+        fixed_count += len(fixed.applied)
+        if args.diff:
+            diffs.append(fixed.diff())
+            continue
+        try:
+            write_atomically(path, fixed.fixed, data, encoding, data.startswith(b"\xef\xbb\xbf"))
+        except ChangedOnDisk:
+            sys.stderr.write(f"syncfree-lint: {path} changed on disk while fixing; left as it is\n")
+        except OSError as exc:
+            sys.stderr.write(f"syncfree-lint: cannot write {path}: {exc}\n")
+    if args.show_fixes and applied_all:
+        stream = sys.stderr if args.diff else out
+        stream.write(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}:\n")
+        for d in sorted(applied_all):
+            stream.write(f"  {d.path}:{d.line}:{d.col}: {d.code} {d.fix.title}\n")
+    if args.diff:
+        out.write("".join(diffs))
+        return 1 if diffs else 0
+    return None
 
 
 class _Progress:
@@ -135,6 +189,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         if progress is not None:
             progress.done()
+    if (args.fix or args.diff) and stdin is None:
+        status = _fix(args, paths, config, result, jobs, cache, out)
+        if status is not None:
+            return status
+        result = run(paths, config, jobs=jobs, cache=cache)
     out.write(FORMATS[args.output_format](result.diagnostics))
     if args.statistics:
         out.write(format_statistics(result.diagnostics))

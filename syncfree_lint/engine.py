@@ -20,14 +20,14 @@ from syncfree_lint.analysis.scope import STEP, CallGraph
 from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
-from syncfree_lint.rules import ALL_RULES, DEFAULTS
+from syncfree_lint.rules import ALL_RULES, DEFAULTS, TRACKERS
 from syncfree_lint.source import SourceError, decode_source
 
 # A file can hold a finding only if it can show a tensor or a step: these words are the
 # evidence the analysis starts from (imports of torch, step markers, loaders, methods only
 # tensors have). Files without any of them are not parsed.
 _EVIDENCE = (
-    "torch", "backward", ".step(", "zero_grad", "loader", "data_iter", "dataiter", ".item(",
+    "torch", "metric", "backward", ".step(", "zero_grad", "loader", "data_iter", "dataiter", ".item(",
     ".cpu(", ".numpy(", ".tolist(", "synchronize", "nonzero", "all_reduce", "lightning",
     "accelerat", "fabric", "masked_select", ".unique(", "bincount",
 )
@@ -69,7 +69,10 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
 
 
 def _rule_instances(enabled: FrozenSet[str]):
-    return [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
+    rules = [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
+    if any(rule.code.startswith("SFL3") for rule in rules):
+        rules.extend(tracker() for tracker in TRACKERS)
+    return rules
 
 
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]) -> FileFacts:

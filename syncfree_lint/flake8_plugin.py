@@ -66,6 +66,9 @@ class Plugin:
         # linter parses the text itself, with libcst, exactly as the command line does.
         self.filename = filename
         self.lines = lines
+        # Read here, not in ``run``: flake8 turns an error raised while the checker is built into
+        # a one-line "failed during execution due to ConfigError(...)" instead of a traceback.
+        self.config = self._config_for(filename)
 
     # ------------------------------------------------------------------ options
 
@@ -111,7 +114,7 @@ class Plugin:
         cached = cls._configs.get(folder)
         if cached is not None:
             return cached
-        base = load_config(None, [filename], list(DEFAULTS))  # ConfigError propagates: flake8 shows it
+        base = load_config(None, [filename], list(DEFAULTS))  # a ConfigError stops flake8, with the message
         opt_in = tuple(
             code for code, on in DEFAULTS.items()
             if not on and any(code.startswith(prefix) for prefix in cls._explicit_select)
@@ -126,11 +129,18 @@ class Plugin:
         return config
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        import sys
+
         from syncfree_lint import engine
 
-        config = self._config_for(self.filename)
         text = "".join(self.lines)
-        diagnostics = _lint(engine, self.filename, text, config)
+        # As `syncfree-lint` does for a run: deep nesting needs more than Python's default.
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, 6000))
+        try:
+            diagnostics = _lint(engine, self.filename, text, self.config)
+        finally:
+            sys.setrecursionlimit(old_limit)
         for diagnostic in diagnostics:
             # flake8 prints the column it is given plus one; Diagnostic columns are 1-based.
             yield diagnostic.line, max(diagnostic.col - 1, 0), f"{diagnostic.code} {diagnostic.message}", type(self)

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Union
 import torch
 from torch import Tensor
 
-from syncfree.metric import Metric
+from syncfree.metric import Metric, host_scalar
 
 _STRATEGIES = ("error", "warn", "ignore", "disable")
 _POLICY = {"error": "error", "warn": "warn"}
@@ -158,19 +158,19 @@ class MeanMetric(_Aggregator):
             mode = self._mode
             if mode == "disable":
                 S.mean_value.add_(v.sum())
-                S.weight.add_(n)
+                S.weight.add_(host_scalar(n))
                 return
             count = torch.count_nonzero(v.isnan())
             S._nan_count.add_(count)
             if mode == "drop":
                 S.mean_value.add_(v.nansum())
-                S.weight.add_(n).sub_(count)
+                S.weight.add_(host_scalar(n)).sub_(count)
                 return
             if mode == "error":
                 S.mean_value.add_(v.sum())
             else:  # impute, with weight 1
                 S.mean_value.add_(v.nan_to_num(self._impute, _INF, -_INF).sum())
-            S.weight.add_(n)
+            S.weight.add_(host_scalar(n))
             return
         w = self._prepare(weight)
         if w.ndim == 0:

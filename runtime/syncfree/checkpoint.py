@@ -3,14 +3,22 @@
 Scheme
 ------
 ``state_dict()`` holds *this rank's local states* (no collective, so ``if rank == 0: save`` can
-never hang), with ``"_version": 1``, ``"_class"``, ``"_rank"``, ``"_world_size"`` and the reduce op
+never hang), with ``"_version": 2``, ``"_class"``, ``"_rank"``, ``"_world_size"`` and the reduce op
 of every state::
 
-    {"_version": 1, "_class": "MeanMetric", "_rank": 0, "_world_size": 3,
+    {"_version": 2, "_class": "MeanMetric", "_rank": 0, "_world_size": 3,
      "reductions": {"mean_value": "sum", "weight": "sum", ...},
      "states": {"mean_value": tensor(...), "weight": tensor(...), ...}}
 
-A collection nests its members: ``{"_version": 1, "_class": "MetricCollection", "metrics": {...}}``.
+A collection nests its members: ``{"_version": 2, "_class": "MetricCollection", "metrics": {...}}``.
+
+Versions: version 2 changed the layout of the binary stat scores and of multiclass stat scores
+with at most 128 classes (``Accuracy``, ``Precision``, ``Recall``, ``F1Score``): they hold a
+confusion matrix (``confmat``, from which tp/fp/tn/fn are derived) instead of ``tp``/``fp``/
+``tn``/``fn``. Version-1 checkpoints still load wherever the states are the same (aggregation,
+regression, confusion matrices, stat scores with more than 128 classes); a version-1 stat-score
+checkpoint with tp/fp/tn/fn cannot be turned into a confusion matrix and fails with a
+``ValueError`` that says so.
 
 Same world size: every rank saves and loads its own state dict; resuming equals not stopping.
 
@@ -34,7 +42,9 @@ from typing import Any, Dict, List, Mapping, Sequence
 import torch
 from torch import Tensor
 
-VERSION = 1
+VERSION = 2
+# Versions this syncfree reads (1: same states except the stat scores, see the module docstring).
+READABLE = (1, 2)
 _COLLECTION = "MetricCollection"
 
 
@@ -79,9 +89,10 @@ def _check_header(sd: Any, expected_class: str) -> None:
             f"not a syncfree checkpoint for {expected_class}: no '_version' field "
             f"(keys: {sorted(sd)})"
         )
-    if sd["_version"] != VERSION:
+    if sd["_version"] not in READABLE:
         raise ValueError(
-            f"{expected_class} checkpoint has version {sd['_version']!r}; this syncfree reads version {VERSION}"
+            f"{expected_class} checkpoint has version {sd['_version']!r}; this syncfree reads versions "
+            f"{', '.join(map(str, READABLE))}"
         )
     if sd.get("_class") != expected_class:
         raise ValueError(
@@ -119,7 +130,11 @@ def merge_state_dicts(state_dicts: Sequence[Mapping[str, Any]]) -> Dict[str, Any
     states = {n: t.detach().clone() for n, t in first["states"].items()}
     for sd in state_dicts[1:]:
         if dict(sd["reductions"]) != reductions or set(sd["states"]) != set(states):
-            raise ValueError(f"cannot merge {cls} checkpoints with different states")
+            raise ValueError(
+                f"cannot merge {cls} checkpoints with different states (versions "
+                f"{first['_version']} and {sd['_version']}: re-save version-1 stat-score checkpoints)"
+                if sd["_version"] != first["_version"] else f"cannot merge {cls} checkpoints with different states"
+            )
         for name, value in sd["states"].items():
             if tuple(value.shape) != tuple(states[name].shape):
                 raise ValueError(
@@ -164,6 +179,12 @@ def load_metric(metric: Any, sd: Any, strict: bool = True) -> None:
     missing = [k for k in own if k not in saved]
     unexpected = [k for k in saved if k not in own]
     if missing or (strict and unexpected):
+        if sd["_version"] == 1 and "confmat" in own and {"tp", "fp", "tn", "fn"} <= set(saved):
+            raise ValueError(
+                f"{name} checkpoint has version 1, whose stat scores are per-class tp/fp/tn/fn counts; "
+                f"version {VERSION} keeps a confusion matrix ('confmat'), which cannot be rebuilt from "
+                "them. Load it with the syncfree release that wrote it, or re-run the evaluation."
+            )
         raise ValueError(
             f"{name} checkpoint does not match: missing states {missing}, unexpected states {unexpected}"
         )

@@ -28,8 +28,9 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import torch
 from torch import Tensor
 
-from syncfree.metric import Metric
+from syncfree.metric import Metric, host_scalar
 
+_INT64 = torch.int64
 _AVERAGES = ("micro", "macro", "weighted", "none")
 _NORMALIZE = ("true", "pred", "all", "none", None)
 _BAD_LABELS = ("{metric}: {count} value(s) with a label outside the valid range were excluded "
@@ -161,71 +162,67 @@ class _Labels(Metric):
     def _on_apply(self) -> None:
         self._ones = {}
 
-    def _dest(self, t: Tensor, pl: Tensor, scores: bool) -> Tensor:
-        """The ``_hist`` bin of every entry (``scores``: preds are class indices in [0, C))."""
-        c = self.num_classes
-        tc = t.clamp(-1, c)
-        if self._ignore_out:
-            tc.masked_fill_(t == self.ignore_index, c + 1)
-        if scores:
-            return torch.take(self._lut_scores, torch.add(pl, tc, alpha=c))
-        return torch.take(self._lut_labels, torch.add(pl.clamp(-1, c), tc, alpha=c + 2))
-
     def _scatter(self, S: Any, t: Tensor, pl: Tensor, scores: bool) -> None:
+        """Add every entry to its ``_hist`` bin (``scores``: preds are class indices in [0, C))."""
         c = self.num_classes
-        if not self._use_lut:
+        if self._use_lut:
+            tc = t.clamp(-1, c)
+            if self._ignore_out:
+                tc.masked_fill_(t == self.ignore_index, c + 1)
+            if scores:
+                dest = torch.take(self._lut_scores, torch.add(pl, tc, alpha=c))
+            else:
+                dest = torch.take(self._lut_labels, torch.add(pl.clamp(-1, c), tc, alpha=c + 2))
+        else:
             keep, bad = _valid_and_bad(t, pl, c, self.ignore_index)
             dest = torch.where(keep, t * c + pl, c * c + 1)
             S._bad_label_count.add_(bad)
-        else:
-            dest = self._dest(t, pl, scores)
-        n = dest.shape[0]
+        n = len(dest)
         ones = self._ones.get(n)
         if ones is None:
             if len(self._ones) > 16:
                 self._ones.clear()
             ones = self._ones[n] = torch.ones(n, dtype=torch.int64, device=dest.device)
-        S._hist.scatter_add_(0, dest, ones)
+        S._hist.index_add_(0, dest, ones)
 
     # ---- batch -> (flat targets, flat preds, preds are class indices in [0, C)) ------------
     def _binary_labels(self, preds: Tensor, target: Tensor) -> Tuple[Tensor, Tensor, bool]:
-        _check_target(type(self).__name__, preds, target)
+        if not isinstance(preds, Tensor) or not isinstance(target, Tensor) or target.dtype is not _INT64:
+            _check_target(type(self).__name__, preds, target)
+            target = target.long()
         if preds.shape != target.shape:
             raise ValueError(
                 f"{type(self).__name__}.update: preds and target must have the same shape, got "
                 f"{tuple(preds.shape)} and {tuple(target.shape)}"
             )
-        t = target if target.ndim == 1 else target.reshape(-1)
-        if t.dtype != torch.int64:
-            t = t.long()
-        p = preds if preds.ndim == 1 else preds.reshape(-1)
-        if p.is_floating_point():
-            if p.requires_grad:
-                p = p.detach()
+        if target.ndim != 1:
+            preds, target = preds.reshape(-1), target.reshape(-1)
+        if preds.is_floating_point():
+            if preds.requires_grad:
+                preds = preds.detach()
             # Probabilities when every value is in [0, 1], else logits: decided on the device
             # (NaN: clamp keeps it, NaN != NaN, so logits, as torchmetrics).
-            probabilities = (p.clamp(0, 1) == p).all()
-            return t, torch.where(probabilities, p, p.sigmoid()) > self.threshold, True
-        return t, p.long(), False
+            probabilities = (preds.clamp(0, 1) == preds).all()
+            return target, torch.where(probabilities, preds, preds.sigmoid()) > self._threshold, True
+        return target, preds.long(), False
 
     def _multiclass_labels(self, preds: Tensor, target: Tensor, top_k: int) -> Tuple[Tensor, Tensor, bool]:
-        owner = type(self).__name__
-        _check_target(owner, preds, target)
+        if not isinstance(preds, Tensor) or not isinstance(target, Tensor) or target.dtype is not _INT64:
+            _check_target(type(self).__name__, preds, target)
+            target = target.long()
         c = self.num_classes
-        t = target if target.ndim == 1 else target.reshape(-1)
-        if t.dtype != torch.int64:
-            t = t.long()
         if preds.is_floating_point():
             ps, ts = preds.shape, target.shape
             if len(ps) != len(ts) + 1 or not ts or ps[0] != ts[0] or ps[1] != c or ps[2:] != ts[1:]:
                 expected = (ts[0], c) + tuple(ts[1:]) if ts else None
                 raise ValueError(
-                    f"{owner}.update: float preds must have shape (N, num_classes, ...) = {expected} for target "
-                    f"of shape {tuple(ts)}, got {tuple(ps)}"
+                    f"{type(self).__name__}.update: float preds must have shape (N, num_classes, ...) = "
+                    f"{expected} for target of shape {tuple(ts)}, got {tuple(ps)}"
                 )
+            t = target if len(ts) == 1 else target.reshape(-1)
             if top_k == 1:
                 pl = preds.argmax(1)
-                return t, (pl if pl.ndim == 1 else pl.reshape(-1)), True
+                return t, (pl if len(ts) == 1 else pl.reshape(-1)), True
             scores = preds.detach().movedim(1, -1).reshape(-1, c)
             top = scores.topk(top_k, dim=-1).indices
             hit = (top == t.unsqueeze(-1)).any(-1)
@@ -233,13 +230,16 @@ class _Labels(Metric):
             return t, torch.where(hit, t, top[:, 0]), True
         if preds.shape != target.shape:
             raise ValueError(
-                f"{owner}.update: integer preds and target must have the same shape, got "
+                f"{type(self).__name__}.update: integer preds and target must have the same shape, got "
                 f"{tuple(preds.shape)} and {tuple(target.shape)}"
             )
         if top_k != 1:
-            raise ValueError(f"{owner}.update: top_k={top_k} needs float scores of shape (N, num_classes, ...)")
-        p = preds if preds.ndim == 1 else preds.reshape(-1)
-        return t, p.long(), False
+            raise ValueError(
+                f"{type(self).__name__}.update: top_k={top_k} needs float scores of shape (N, num_classes, ...)"
+            )
+        if target.ndim != 1:
+            preds, target = preds.reshape(-1), target.reshape(-1)
+        return target, preds.long(), False
 
 
 def _stats_of(states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
@@ -308,6 +308,7 @@ class _BinaryStatScores(_Labels):
         if not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise ValueError(f"{owner}: threshold must be a float in [0, 1], got {threshold!r}")
         self.threshold = float(threshold)
+        self._threshold = host_scalar(self.threshold)
         self.multidim_average = multidim_average
         self.ignore_index = ignore_index
         self.validate_args = validate_args
@@ -489,6 +490,7 @@ class BinaryConfusionMatrix(_ConfusionMatrixBase):
                  normalize: Optional[str] = None, validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.threshold = float(threshold)
+        self._threshold = host_scalar(self.threshold)
         self._init_confmat(2, normalize, ignore_index, validate_args)
 
     def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:

@@ -55,6 +55,25 @@ def as_tensor(value: Any, dtype: torch.dtype) -> Tensor:
     return torch.as_tensor(value, dtype=dtype)
 
 
+_HOST_SCALARS: Dict[Any, Tensor] = {}
+
+
+def host_scalar(value: Union[int, float]) -> Tensor:
+    """``value`` as a cached CPU 0-d tensor (int64 or float64).
+
+    An op takes a CPU 0-d tensor as a kernel argument on any device (no copy, no sync), like a
+    Python number, but without wrapping the number into a tensor on every call (~1.5 us on CPU).
+    The cached tensors are read-only by convention.
+    """
+    key = (type(value), value)
+    t = _HOST_SCALARS.get(key)
+    if t is None:
+        if len(_HOST_SCALARS) > 4096:
+            _HOST_SCALARS.clear()
+        t = _HOST_SCALARS[key] = torch.tensor(value)
+    return t
+
+
 _UNSUPPORTED_KWARGS = {
     "compute_on_cpu": (
         False,

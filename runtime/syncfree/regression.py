@@ -12,7 +12,7 @@ from typing import Any, Dict, Mapping
 import torch
 from torch import Tensor
 
-from syncfree.metric import Metric
+from syncfree.metric import Metric, host_scalar
 
 
 class _ErrorSum(Metric):
@@ -54,7 +54,7 @@ class _ErrorSum(Metric):
             if diff.ndim != 1:
                 diff = diff.reshape(-1)
             getattr(S, self._state).add_(self._error_sum(diff))
-            S.total.add_(diff.shape[0])
+            S.total.add_(host_scalar(diff.shape[0]))
             return
         if preds.ndim != 2 or preds.shape[1] != self.num_outputs:
             raise ValueError(
@@ -63,7 +63,7 @@ class _ErrorSum(Metric):
             )
         diff = (preds - target).detach()
         getattr(S, self._state).add_(self._error(diff).sum(0))
-        S.total.add_(diff.shape[0])
+        S.total.add_(host_scalar(diff.shape[0]))
 
 
 class MeanSquaredError(_ErrorSum):

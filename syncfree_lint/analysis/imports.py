@@ -27,6 +27,7 @@ class ImportMap:
 
     def __init__(self, module_name: str = "", is_package: bool = False) -> None:
         self.aliases: Dict[str, str] = {}
+        self.sources: Dict[str, cst.CSTNode] = {}  # local name -> the import statement that binds it
         self.module_name = module_name
         self.is_package = is_package
 
@@ -35,9 +36,11 @@ class ImportMap:
             name = _module_name(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 self.aliases[alias.asname.name.value] = name
+                self.sources[alias.asname.name.value] = node
             else:
                 head = name.split(".")[0]
                 self.aliases[head] = head
+                self.sources[head] = node
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
         base = _module_name(node.module) if node.module is not None else ""
@@ -52,6 +55,7 @@ class ImportMap:
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.aliases[local] = f"{base}.{name}" if base else name
+            self.sources[local] = node
 
     def _resolve_relative(self, base: str, level: int) -> str:
         parts = self.module_name.split(".") if self.module_name else []

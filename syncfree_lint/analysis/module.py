@@ -15,13 +15,15 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors as T
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.metrics import MetricSite, metric_class
 from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import (
     STEP, ClassFrame, FunctionFrame, LoopFrame, Placement, has_modulo, is_early_exit, is_host_branch,
     is_logging_flag,
     is_step_marker, mentions_loader,
 )
-from syncfree_lint.diagnostic import Diagnostic, Fix
+from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
+from syncfree_lint.fixes.plan import Replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.rules.base import Rule
@@ -118,12 +120,14 @@ class ModuleAnalysis:
         self.root = root
         self.uses_accelerator = uses_accelerator
         self.tree = tree  # the ``ast`` of the same source, for positions
+        self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")
         self.imports = ImportMap(module_name, is_package)
         self.inference = T.TensorInference(self.imports, self.lookup, self._call_kind, self.kind)
         self.findings: List[Finding] = []
         self.calls: List[CallSite] = []
         self.rule_errors: List[Tuple[str, BaseException]] = []
         self._dispatch: Dict[type, List["Rule"]] = {}
+        self._rules_in_order = list(rules)
         for rule in rules:
             for node_type in rule.node_types:
                 self._dispatch.setdefault(node_type, []).append(rule)
@@ -147,6 +151,9 @@ class ModuleAnalysis:
         self._marker_functions: Set[str] = set()
         self._prefix: List[str] = []
         self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
+        self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
+        self.all_metric_sites: List[MetricSite] = []
+        self.fix_plans: List[Any] = []
         self._call_args: Sequence[cst.Arg] = ()
 
     # ------------------------------------------------------------------ questions rules ask
@@ -173,6 +180,20 @@ class ModuleAnalysis:
             return self._qualnames[key]
         qual = self._qualnames[key] = self.imports.qualname(expr)
         return qual
+
+    def metric(self, expr: cst.BaseExpression) -> Optional[MetricSite]:
+        """The torchmetrics object ``expr`` refers to (``self.acc``, ``metrics["acc"]``), or None."""
+        if isinstance(expr, cst.Subscript):
+            group = self.metric(expr.value)
+            if group is None or not group.members:
+                return group
+            key = expr.slice[0].slice.value if isinstance(expr.slice[0].slice, cst.Index) else None  # type: ignore[union-attr]
+            wanted = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+            return next((m for m in group.members if m.name == wanted), group.members[0])
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda"):
+            return self.metric(expr.func.value)
+        name = dotted(expr)
+        return self.metric_sites.get(name) if name is not None else None
 
     def is_store(self, node: cst.CSTNode) -> bool:
         """True for an assignment target (``t[mask] = ...``)."""
@@ -234,7 +255,56 @@ class ModuleAnalysis:
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None)
 
+    def _metric_site(self, name: str, value: cst.BaseExpression) -> Optional[MetricSite]:
+        """A torchmetrics construction, possibly moved (``Accuracy(...).to(device)``), a dict of
+        them, ``nn.ModuleDict({...})`` or ``MetricCollection(...)``."""
+        moved = False
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda"):
+            moved = True
+            value = value.func.value
+        if isinstance(value, cst.Dict):
+            members = []
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+                    member = self._metric_site(str(element.key.evaluated_value), element.value)
+                    if member is not None:
+                        members.append(member)
+            if not members:
+                return None
+            return MetricSite(name, "dict", None, self.statement, moved, tuple(members))  # type: ignore[arg-type]
+        if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
+            return None
+        qual = self.qualname(value.func) or ""
+        if qual in ("torch.nn.ModuleDict",) and value.args:
+            inner = self._metric_site(name, value.args[0].value)
+            return inner
+        class_name = metric_class(qual)
+        if class_name is None:
+            return None
+        members: Tuple[MetricSite, ...] = ()
+        if class_name == "MetricCollection" and value.args:
+            first = value.args[0].value
+            if isinstance(first, cst.Dict):
+                inner = self._metric_site(name, first)
+                members = inner.members if inner is not None else ()
+            elif isinstance(first, (cst.List, cst.Tuple)):
+                found = [self._metric_site(name, el.value) for el in first.elements]
+                members = tuple(m for m in found if m is not None)
+        in_module = name.startswith("self.") and self.class_frame is not None and self.class_frame.is_module
+        site = MetricSite(name, class_name, value, self.statement, moved or in_module, members, qual.split(".")[0])
+        return site
+
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        if len(targets) == 1:
+            target_name = dotted(targets[0])
+            if target_name is not None:
+                site = self._metric_site(target_name, value)
+                if site is not None:
+                    self.metric_sites[target_name] = site
+                    self.all_metric_sites.append(site)
+                    self.all_metric_sites.extend(site.members)
+                    self._bind(target_name, T.METRIC)
+                    return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(targets) == 1:
             name = dotted(targets[0])
             local = self.resolve_local(("name", value.func.value, ".".join(self._prefix)))
@@ -276,6 +346,15 @@ class ModuleAnalysis:
     def run(self) -> None:
         self._visit_body(self.module.body)
         self._settle_loops()
+        self.statement = None
+        for rule in self._rules_in_order:
+            if rule.code in self._disabled:
+                continue
+            try:
+                rule.finish(self)
+            except Exception as exc:
+                self._disabled.add(rule.code)
+                self.rule_errors.append((rule.code, exc))
 
     def _visit(self, node: cst.CSTNode) -> None:
         special = _SPECIAL.get(type(node))
@@ -627,6 +706,12 @@ class ModuleAnalysis:
     def _learn_from_call(self, node: cst.Call, func: cst.BaseExpression, qual: Optional[str]) -> None:
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
+            if attr in ("to", "cuda"):
+                site = self.metric(func.value)
+                if site is not None:
+                    site.moved = True
+                    for member in site.members:
+                        member.moved = True
             if attr == "backward" and not node.args:
                 self._evidence(func.value, T.TENSOR)
             elif attr == "backward" and node.args:
@@ -739,6 +824,18 @@ class ModuleAnalysis:
                     frontier.append(name)
         return out
 
+    def _fix(self, finding: Finding, finder: PositionFinder) -> Optional[Fix]:
+        plan = finding.fix
+        if plan is None:
+            return None
+        if isinstance(plan, Fix):
+            return plan
+        parts = plan.build()
+        if not parts:
+            return None
+        edits = tuple(_edit_for(part, finder, self.newline) for part in parts)
+        return Fix(plan.title, plan.applicability, edits)
+
     def facts(self, report_guarded: bool, noqa: "NoqaFilter") -> FileFacts:
         """Positions, owners and the call graph of this file, ready for the whole run."""
         facts = FileFacts(self.path, self.module_name, self.root)
@@ -771,7 +868,7 @@ class ModuleAnalysis:
             if noqa.suppressed(finder.line_text(line), finding.code):
                 continue
             diagnostic = Diagnostic(
-                self.path, line, col, finding.code, finding.message, finding.fix,
+                self.path, line, col, finding.code, finding.message, self._fix(finding, finder),
                 end_line, end_col, guarded,
             )
             if owner == STEP:
@@ -784,6 +881,14 @@ class ModuleAnalysis:
                 f"internal error in rule {code}: {type(exc).__name__}: {exc} (other rules still ran; please report this)",
             ))
         return facts
+
+
+def _edit_for(part: Any, finder: PositionFinder, newline: str) -> Edit:
+    if isinstance(part, Replace):
+        line, col, end_line, end_col = finder.position(part.statement, part.node)
+        return Edit((line, col - 1), (end_line, end_col - 1), part.text)
+    _, _, end_line, end_col = finder.position(part.statement, part.statement)
+    return Edit((end_line, end_col - 1), (end_line, end_col - 1), newline + part.text)
 
 
 class NoqaFilter:

@@ -86,6 +86,7 @@ class PositionFinder:
         self._map: Optional[Dict[int, ast.stmt]] = None
         self._fallback: Optional[Dict[cst.CSTNode, object]] = None
         self._seen: Dict[Tuple[int, str], int] = {}
+        self._done: Dict[int, Position] = {}
 
     def _statement_map(self) -> Dict[int, ast.stmt]:
         if self._map is None:
@@ -124,6 +125,13 @@ class PositionFinder:
         return lo + 1, offset - self._starts[lo] + 1
 
     def position(self, statement: Optional[cst.CSTNode], node: cst.CSTNode) -> Position:
+        """(line, col, end_line, end_col), 1-based, of ``node`` inside ``statement``."""
+        known = self._done.get(id(node))
+        if known is None:
+            known = self._done[id(node)] = self._position(statement, node)
+        return known
+
+    def _position(self, statement: Optional[cst.CSTNode], node: cst.CSTNode) -> Position:
         mapped = self._statement_map().get(id(statement)) if statement is not None else None
         if mapped is None:
             return self._provider_position(node)

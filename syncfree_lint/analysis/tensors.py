@@ -23,11 +23,12 @@ NUMBER = "number"
 NUMPY = "numpy"
 LOADER = "loader"
 ACCELERATOR = "accelerator"
+METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
 OTHER = "other"
 
 DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
 #: kinds on which a host read is certainly not a device sync
-NOT_DEVICE = frozenset({HOST_TENSOR, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, ACCELERATOR, OTHER})
+NOT_DEVICE = frozenset({HOST_TENSOR, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, ACCELERATOR, METRIC, OTHER})
 
 Lookup = Callable[[str], Optional[str]]
 
@@ -210,6 +211,8 @@ class TensorInference:
 
     def _Subscript(self, node: cst.Subscript) -> Optional[str]:
         base = self.kind(node.value)
+        if base == METRIC:
+            return METRIC
         if base in (TENSOR, MASK):
             return TENSOR
         if base in (BATCH, HOST_TENSOR, NUMPY):
@@ -281,7 +284,7 @@ class TensorInference:
             return self._method_call(node, func)
         if isinstance(func, cst.Name):
             bound = self.lookup(func.value)
-            if bound == MODULE:
+            if bound == MODULE or bound == METRIC:
                 return TENSOR
             if bound == MODULE_CLASS:
                 return MODULE
@@ -386,6 +389,8 @@ class TensorInference:
             return None
         if receiver == NUMPY:
             return NUMPY
+        if receiver == METRIC:
+            return METRIC if name in ("to", "cuda", "cpu", "float", "double", "half", "set_dtype") else TENSOR
         if receiver == ACCELERATOR:
             if name in ("gather", "gather_for_metrics", "reduce", "pad_across_processes", "all_gather"):
                 return TENSOR

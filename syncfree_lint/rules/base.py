@@ -28,6 +28,10 @@ class Rule:
     def check(self, node: cst.CSTNode, ctx: "ModuleAnalysis") -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def finish(self, ctx: "ModuleAnalysis") -> None:
+        """Called once after the walk, for rules that judge the whole file."""
+        return None
+
     @classmethod
     def explain(cls) -> str:
         state = "on by default" if cls.default_enabled else "off by default (opt in with --extend-select)"

@@ -183,3 +183,21 @@ def test_loading_the_plugin_imports_neither_torch_nor_libcst():
     code = "import sys, syncfree_lint.flake8_plugin; print(sorted(m for m in ('torch', 'libcst') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_bad_pyproject_configuration_stops_flake8_with_the_message(train):
+    (train / "pyproject.toml").write_text("[tool.syncfree-lint]\nbogus = 1\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "SFL", "train.py"], cwd=train, capture_output=True, text=True,
+    )
+    assert proc.returncode != 0
+    assert "unknown key 'bogus'" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_stdin(train):
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "SFL", "--stdin-display-name", "train.py", "-"],
+        cwd=train, input=STEP, capture_output=True, text=True,
+    )
+    assert sorted(proc.stdout.splitlines()) == sorted(flake8("--isolated", "--select", "SFL", "train.py", cwd=train))

@@ -53,7 +53,7 @@ def test_resume_equals_uninterrupted():
     for b in batches[:3]:
         _update(first, *b)
     sd = _roundtrip(first.state_dict())
-    assert sd["_version"] == 1 and sd["_class"] == "MetricCollection"
+    assert sd["_version"] == 2 and sd["_class"] == "MetricCollection"
     assert sd["metrics"]["acc"]["_class"] == "MulticlassAccuracy"
     resumed = _collection()
     resumed.load_state_dict(sd)
@@ -90,15 +90,33 @@ def test_missing_version():
 
 def test_newer_version():
     sd = syncfree.MeanMetric().state_dict()
-    sd["_version"] = 2
-    with pytest.raises(ValueError, match="version 2"):
+    sd["_version"] = 3
+    with pytest.raises(ValueError, match="version 3"):
         syncfree.MeanMetric().load_state_dict(sd)
 
 
 def test_wrong_shape():
     sd = syncfree.MulticlassAccuracy(3).state_dict()
-    with pytest.raises(ValueError, match=r"state 'tp' has shape \(3,\), the metric expects \(4,\)"):
+    with pytest.raises(ValueError, match=r"state 'confmat' has shape \(3, 3\), the metric expects \(4, 4\)"):
         syncfree.MulticlassAccuracy(4).load_state_dict(sd)
+
+
+def test_version_1_checkpoints():
+    # Same states as version 2: loads.
+    sd = syncfree.MeanMetric().state_dict()
+    sd["_version"] = 1
+    sd["states"]["mean_value"].fill_(3.0)
+    sd["states"]["weight"].fill_(2.0)
+    m = syncfree.MeanMetric()
+    m.load_state_dict(sd)
+    assert syncfree.to_host(m) == 1.5
+    # A version-1 stat score (tp/fp/tn/fn): a clear error.
+    old = {"_version": 1, "_class": "MulticlassAccuracy", "_rank": 0, "_world_size": 1,
+           "reductions": {n: "sum" for n in ("tp", "fp", "tn", "fn", "_bad_label_count")},
+           "states": {**{n: torch.zeros(4, dtype=torch.int64) for n in ("tp", "fp", "tn", "fn")},
+                      "_bad_label_count": torch.zeros((), dtype=torch.int64)}}
+    with pytest.raises(ValueError, match="version 1.*cannot be rebuilt"):
+        syncfree.MulticlassAccuracy(4).load_state_dict(old)
 
 
 def test_collection_missing_member():

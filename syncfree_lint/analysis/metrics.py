@@ -1,0 +1,135 @@
+"""torchmetrics, as the linter sees it: which classes exist, which sync, which syncfree replaces.
+
+Names are matched on the qualified name reached through the imports, so ``torchmetrics.MeanMetric``,
+``torchmetrics.aggregation.MeanMetric`` and ``from torchmetrics.classification import
+MulticlassAccuracy as Acc`` all resolve here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import libcst as cst
+
+AGGREGATORS = frozenset({"MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric", "RunningMean", "RunningSum"})
+_CLASSIFICATION_BASES = ("Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "ConfusionMatrix", "AUROC",
+                         "AveragePrecision", "Specificity", "StatScores", "JaccardIndex", "MatthewsCorrCoef",
+                         "CohenKappa", "HammingDistance", "ExactMatch", "CalibrationError", "ROC",
+                         "PrecisionRecallCurve")
+REGRESSION = frozenset({"MeanSquaredError", "MeanAbsoluteError"})
+
+# What the bundled runtime implements, and the constructor arguments it honours.
+_BASE_KWARGS = frozenset({"sync_on_compute", "compute_with_cache", "process_group", "dist_sync_on_step",
+                          "compute_on_cpu"})
+_CLASS_KWARGS = {
+    "aggregation": frozenset({"nan_strategy"}),
+    "binary": frozenset({"threshold", "multidim_average", "ignore_index", "validate_args", "zero_division", "normalize"}),
+    "multiclass": frozenset({"num_classes", "top_k", "average", "multidim_average", "ignore_index", "validate_args",
+                             "zero_division", "normalize"}),
+    "task": frozenset({"task", "num_classes", "threshold", "top_k", "average", "multidim_average", "ignore_index",
+                       "validate_args", "zero_division", "normalize"}),
+    "regression": frozenset({"squared", "num_outputs"}),
+}
+SYNCFREE = {
+    "MeanMetric": "aggregation", "SumMetric": "aggregation", "MaxMetric": "aggregation", "MinMetric": "aggregation",
+    "Accuracy": "task", "Precision": "task", "Recall": "task", "F1Score": "task", "ConfusionMatrix": "task",
+    "BinaryAccuracy": "binary", "BinaryPrecision": "binary", "BinaryRecall": "binary", "BinaryF1Score": "binary",
+    "BinaryConfusionMatrix": "binary",
+    "MulticlassAccuracy": "multiclass", "MulticlassPrecision": "multiclass", "MulticlassRecall": "multiclass",
+    "MulticlassF1Score": "multiclass", "MulticlassConfusionMatrix": "multiclass",
+    "MeanSquaredError": "regression", "MeanAbsoluteError": "regression",
+    "MetricCollection": "collection",
+}
+# Values a kwarg must have for syncfree to honour it (anything else: keep torchmetrics).
+_REQUIRED_VALUES = {
+    "task": ("binary", "multiclass"),
+    "multidim_average": ("global",),
+    "dist_sync_on_step": (False,),
+    "compute_on_cpu": (False,),
+}
+
+
+def metric_class(qualname: Optional[str]) -> Optional[str]:
+    """The torchmetrics (or syncfree) class name for a qualified name, or None."""
+    if not qualname or not qualname.startswith(("torchmetrics.", "syncfree.")):
+        return None
+    last = qualname.rsplit(".", 1)[-1]
+    if not last[:1].isupper():
+        return None
+    return last
+
+
+def is_aggregator(name: str) -> bool:
+    return name in AGGREGATORS
+
+
+def is_classification(name: str) -> bool:
+    for base in _CLASSIFICATION_BASES:
+        if name == base or (name.startswith(("Binary", "Multiclass", "Multilabel")) and name.endswith(base)):
+            return True
+    return False
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return expr.evaluated_value
+    return _UNKNOWN
+
+
+_UNKNOWN = object()
+
+
+def syncfree_supports(name: str, call: cst.Call) -> bool:
+    """True when ``syncfree.<name>(same arguments)`` behaves as the torchmetrics call does."""
+    family = SYNCFREE.get(name)
+    if family is None:
+        return False
+    if family == "collection":
+        return True  # checked member by member by the caller
+    allowed = _CLASS_KWARGS[family] | _BASE_KWARGS
+    for arg in call.args:
+        if arg.star:
+            return False  # **kwargs: cannot see what is passed
+        if arg.keyword is None:
+            continue  # positional arguments follow torchmetrics' order
+        key = arg.keyword.value
+        if key not in allowed:
+            return False
+        required = _REQUIRED_VALUES.get(key)
+        if required is not None and _literal(arg.value) not in required:
+            return False
+    if family == "multiclass" and not any(a.keyword is not None and a.keyword.value == "num_classes" for a in call.args) \
+            and not any(a.keyword is None for a in call.args):
+        return False  # syncfree needs num_classes
+    if family == "task":
+        task = next((a for a in call.args if a.keyword is not None and a.keyword.value == "task"), None)
+        positional = [a for a in call.args if a.keyword is None]
+        if task is None and not positional:
+            return False
+        if _literal((task or positional[0]).value) not in ("binary", "multiclass"):
+            return False
+    return True
+
+
+def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+@dataclass
+class MetricSite:
+    """Where a torchmetrics object was built: its class, the constructor call, its statement."""
+
+    name: str
+    class_name: str
+    call: cst.Call
+    statement: Optional[cst.CSTNode]
+    moved: bool = False  # .to(device)/.cuda() seen, or owned by an nn.Module that is moved
+    library: str = "torchmetrics"  # or "syncfree": rules about torchmetrics' syncs skip those
+    members: Tuple["MetricSite", ...] = field(default=())  # for dicts and collections

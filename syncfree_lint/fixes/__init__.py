@@ -1,0 +1,1 @@
+"""Fixes: plans attached to findings, turned into text edits, applied until nothing changes."""
