@@ -15,8 +15,10 @@ A collection nests its members: ``{"_version": 2, "_class": "MetricCollection", 
 Versions: version 2 changed the layout of the binary stat scores and of multiclass stat scores
 with at most 128 classes (``Accuracy``, ``Precision``, ``Recall``, ``F1Score``): they hold a
 confusion matrix (``confmat``, from which tp/fp/tn/fn are derived) instead of ``tp``/``fp``/
-``tn``/``fn``. Version-1 checkpoints still load wherever the states are the same (aggregation,
-regression, confusion matrices, stat scores with more than 128 classes); a version-1 stat-score
+``tn``/``fn``. Confusion matrices replaced the ``_bad_label_count`` state by ``_bad_labels`` (2 x C bins, the
+count is their sum). Version-1 checkpoints still load wherever the states are the same
+(aggregation, regression, stat scores with more than 128 classes) and for confusion matrices
+(the count is moved into the bins); a version-1 stat-score
 checkpoint with tp/fp/tn/fn cannot be turned into a confusion matrix and fails with a
 ``ValueError`` that says so.
 
@@ -176,6 +178,8 @@ def load_metric(metric: Any, sd: Any, strict: bool = True) -> None:
             raise ValueError(f"{name} checkpoint is missing the {key!r} field")
     own = metric.local_states()
     saved = sd["states"]
+    if sd["_version"] == 1 and hasattr(metric, "_upgrade_v1"):
+        saved = metric._upgrade_v1(saved)
     missing = [k for k in own if k not in saved]
     unexpected = [k for k in saved if k not in own]
     if missing or (strict and unexpected):

@@ -2,10 +2,10 @@
 
 States are int64 counts on the metric's device. Confusion matrices, binary stat scores and
 multiclass stat scores with at most ``_HIST_MAX_CLASSES`` classes hold ``confmat`` (C x C, rows:
-target, columns: prediction) and ``_bad_label_count``, views into ONE flat buffer
-``[confmat | bad | ignored]``: an update finds every entry's bin with a lookup table and adds
-them all with a single ``scatter_add_`` (fixed size, no mask, never a host sync); tp/fp/tn/fn are
-derived from the matrix in ``compute``. Multiclass stat scores with more classes keep per-class
+target, columns: prediction) and ``_bad_labels`` (2 x C bins whose sum is the bad-label count),
+views into ONE flat buffer: an update computes every entry's bin and adds them all with a single
+``put_(..., accumulate=True)`` (fixed size, no mask, never a host sync); tp/fp/tn/fn are derived
+from the matrix in ``compute`` (see :class:`_Labels`). Multiclass stat scores with more classes keep per-class
 ``tp``, ``fp``, ``tn``, ``fn`` (``(num_classes,)``) and ``_bad_label_count`` instead.
 
 Labels out of range (targets not in ``[0, num_classes)`` and not ``ignore_index``; integer preds
@@ -23,7 +23,7 @@ Not supported (``TypeError``): ``task="multilabel"``, ``multidim_average="sample
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -31,6 +31,7 @@ from torch import Tensor
 from syncfree.metric import Metric, host_scalar
 
 _INT64 = torch.int64
+_FLOATS = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64))
 _AVERAGES = ("micro", "macro", "weighted", "none")
 _NORMALIZE = ("true", "pred", "all", "none", None)
 _BAD_LABELS = ("{metric}: {count} value(s) with a label outside the valid range were excluded "
@@ -100,47 +101,51 @@ def _class_stats(t: Tensor, pl: Tensor, keep: Tensor, num_classes: int) -> Dict[
     return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
 
 
-def _build_lut(num_classes: int, ignore_index: Optional[int], float_preds: bool) -> Tensor:
-    """Where each (clamped target, pred) pair goes in the flat ``[confmat | bad | ignored]`` histogram.
+def _build_luts(num_classes: int, ignore_index: Optional[int], float_preds: bool) -> Tuple[Tensor, Tensor]:
+    """(bin, weight) of every (clamped target, pred) pair, for the flat ``_hist`` buffer.
 
     Targets are clamped to ``[-1, C]`` (``-1`` and ``C`` stand for every out-of-range value) and,
     when ``ignore_index`` is outside ``[0, C)``, ignored entries are marked ``C + 1`` first. Preds
-    are class indices in ``[0, C)`` (float scores: argmax) or integer labels clamped to
-    ``[-1, C]``. The table is indexed by ``target * K + pred`` (K = number of pred values);
-    ``torch.take`` wraps the negative indices of target ``-1`` to the end of the table.
+    are class indices in ``[0, C)`` (float scores) or integer labels clamped to ``[-1, C]``. The
+    tables are indexed by ``target * K + pred`` (K = number of pred values); ``torch.take`` wraps
+    the negative indices of target ``-1`` to the end. A bad entry goes to the first bad-label
+    bin (index ``C * C``), an ignored one has weight 0.
     """
     c = num_classes
     ignore_out = ignore_index is not None and not 0 <= ignore_index < c
     rows = range(-1, c + 2 if ignore_out else c + 1)
     cols = range(0, c) if float_preds else range(-1, c + 1)
     k, size = len(cols), len(rows) * len(cols)
-    bad, ignored = c * c, c * c + 1
-    table = [0] * size
+    bins, weights = [0] * size, [1] * size
     for r in rows:
         for p in cols:
+            i = (r * k + p) % size
             if (r == c + 1) if ignore_out else (r == ignore_index):
-                dest = ignored
+                weights[i] = 0
             elif 0 <= r < c and 0 <= p < c:
-                dest = r * c + p
+                bins[i] = r * c + p
             else:
-                dest = bad
-            table[(r * k + p) % size] = dest
-    return torch.tensor(table, dtype=torch.int64)
+                bins[i] = c * c
+    return torch.tensor(bins, dtype=torch.int64), torch.tensor(weights, dtype=torch.int64)
 
 
 # A stat-score metric with at most this many classes keeps a confusion matrix (C * C counts,
-# updated by ONE scatter_add_); above it, per-class tp/fp/tn/fn (4 * C counts, more ops).
+# updated by ONE put_); above it, per-class tp/fp/tn/fn (4 * C counts, more ops). Confusion
+# matrices use lookup tables (int preds, ignore_index) up to this many classes, masks above.
 _HIST_MAX_CLASSES = 128
 
 
 class _Labels(Metric):
     """Label handling shared by stat scores and confusion matrices.
 
-    The hist layout is ONE flat int64 buffer ``_hist = [confmat (C*C) | _bad_label_count | ignored]``:
-    every entry of a batch lands in exactly one bin (its confusion-matrix cell, the bad-label
-    counter, or the ignored bin), so an update is a single ``scatter_add_`` of ones. The bin of
-    an entry is found with a lookup table (``torch.take``) indexed by the clamped target and the
-    pred: no mask, no data-dependent shape, no sync.
+    The hist layout is ONE flat int64 buffer ``_hist = [confmat (C*C) | _bad_labels (2 x C)]``.
+    Every counted entry of a batch lands in exactly one bin, so an update is a single
+    ``put_(index, ones, accumulate=True)``. With float scores and no ``ignore_index`` (the hot
+    path) the bin is ``clamp(target, -1, C) * C + pred``: a target ``>= C`` lands in row 0 of
+    ``_bad_labels``, a target ``< 0`` in row 1 (``put_`` wraps the negative index to the end of
+    the buffer). Integer preds and ``ignore_index`` go through a lookup table (``torch.take``;
+    ignored entries get weight 0). No mask, no data-dependent shape, no sync. The bad-label count
+    reported by ``to_host`` is ``_bad_labels.sum()``.
     """
 
     num_classes: int
@@ -149,41 +154,105 @@ class _Labels(Metric):
     def _init_hist(self, num_classes: int, ignore_index: Optional[int], validate_args: bool,
                    lut: bool = True) -> None:
         c = num_classes
+        self._hist_layout = True
         self._ignore_out = ignore_index is not None and not 0 <= ignore_index < c
         self._use_lut = lut
         self._ones: Dict[int, Tensor] = {}
-        self.add_state_group("_hist", [("confmat", (c, c), "sum"), ("_bad_label_count", (), "sum")],
-                             torch.int64, scratch=1)
-        self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS, state=False)
+        self.add_state_group("_hist", [("confmat", (c, c), "sum"), ("_bad_labels", (2, c), "sum")], torch.int64)
+        self.add_check("_bad_labels", "error" if validate_args else "warn", _BAD_LABELS, state=False)
         if lut:
-            self.add_constant("_lut_scores", _build_lut(c, ignore_index, True))
-            self.add_constant("_lut_labels", _build_lut(c, ignore_index, False))
+            bins, weights = _build_luts(c, ignore_index, True)
+            self.add_constant("_lut_scores", bins)
+            self.add_constant("_lut_scores_w", weights)
+            bins, weights = _build_luts(c, ignore_index, False)
+            self.add_constant("_lut_labels", bins)
+            self.add_constant("_lut_labels_w", weights)
+
+    def check_counters(self) -> List[Tuple[Tensor, str, str]]:
+        if not getattr(self, "_hist_layout", False):
+            return super().check_counters()
+        bad = self.states()["_bad_labels"].sum()
+        return [(bad, policy, message) for _, policy, message in self._checks if policy != "off"]
+
+    def _upgrade_v1(self, states: Dict[str, Tensor]) -> Dict[str, Tensor]:
+        """A version-1 confusion matrix checkpoint (``_bad_label_count``) in the version-2 layout."""
+        if getattr(self, "_hist_layout", False) and "confmat" in states and "_bad_label_count" in states:
+            states = dict(states)
+            bad = torch.zeros(2, self.num_classes, dtype=torch.int64)
+            bad[0, 0] = states.pop("_bad_label_count").to(torch.int64).reshape(())
+            states["_bad_labels"] = bad
+        return states
 
     def _on_apply(self) -> None:
         self._ones = {}
 
+    def _ones_like(self, index: Tensor) -> Tensor:
+        n = len(index)
+        ones = self._ones.get(n)
+        if ones is None:
+            if len(self._ones) > 16:
+                self._ones.clear()
+            ones = self._ones[n] = torch.ones(n, dtype=torch.int64, device=index.device)
+        return ones
+
     def _scatter(self, S: Any, t: Tensor, pl: Tensor, scores: bool) -> None:
         """Add every entry to its ``_hist`` bin (``scores``: preds are class indices in [0, C))."""
         c = self.num_classes
+        ignore = self.ignore_index is not None
+        if scores and not ignore:
+            index = torch.add(pl, t.clamp(-1, c), alpha=c)
+            S._hist.put_(index, self._ones_like(index), accumulate=True)
+            return
         if self._use_lut:
             tc = t.clamp(-1, c)
             if self._ignore_out:
                 tc.masked_fill_(t == self.ignore_index, c + 1)
             if scores:
-                dest = torch.take(self._lut_scores, torch.add(pl, tc, alpha=c))
+                code = torch.add(pl, tc, alpha=c)
+                bins, weights = self._lut_scores, self._lut_scores_w
             else:
-                dest = torch.take(self._lut_labels, torch.add(pl.clamp(-1, c), tc, alpha=c + 2))
+                code = torch.add(pl.clamp(-1, c), tc, alpha=c + 2)
+                bins, weights = self._lut_labels, self._lut_labels_w
+            index = torch.take(bins, code)
+            weight = torch.take(weights, code) if ignore else self._ones_like(index)
         else:
-            keep, bad = _valid_and_bad(t, pl, c, self.ignore_index)
-            dest = torch.where(keep, t * c + pl, c * c + 1)
-            S._bad_label_count.add_(bad)
-        n = len(dest)
-        ones = self._ones.get(n)
-        if ones is None:
-            if len(self._ones) > 16:
-                self._ones.clear()
-            ones = self._ones[n] = torch.ones(n, dtype=torch.int64, device=dest.device)
-        S._hist.index_add_(0, dest, ones)
+            in_range = (t >= 0) & (t < c) & (pl >= 0) & (pl < c)
+            if ignore:
+                ignored = t == self.ignore_index
+                in_range = in_range & ~ignored
+                weight = (~ignored).long()
+            else:
+                weight = self._ones_like(t)
+            index = torch.where(in_range, t * c + pl, c * c)
+        S._hist.put_(index, weight, accumulate=True)
+
+    # ---- updates: a fast path for the common inputs, the general one otherwise ---------------
+    def _multiclass_update(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        """top_k = 1. Fast path: float scores (N, C), int64 targets (N,), no ignore_index."""
+        if type(preds) is Tensor and type(target) is Tensor and self.ignore_index is None:
+            ps, ts = preds.shape, target.shape
+            c = self.num_classes
+            if (len(ts) == 1 and len(ps) == 2 and ps[1] == c and ps[0] == ts[0]
+                    and target.dtype is _INT64 and preds.dtype in _FLOATS):
+                index = torch.add(preds.argmax(1), target.clamp(-1, c), alpha=c)
+                ones = self._ones.get(ts[0])
+                S._hist.put_(index, self._ones_like(index) if ones is None else ones, accumulate=True)
+                return
+        self._scatter(S, *self._multiclass_labels(preds, target, 1))
+
+    def _binary_update(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        """Fast path: float preds (N,) without grad, int64 targets (N,), no ignore_index."""
+        if type(preds) is Tensor and type(target) is Tensor and self.ignore_index is None:
+            ps = preds.shape
+            if (len(ps) == 1 and ps == target.shape and target.dtype is _INT64 and preds.dtype in _FLOATS
+                    and not preds.requires_grad):
+                # Probabilities when every value is in [0, 1], else logits (see _binary_labels).
+                pl = torch.where((preds.clamp(0, 1) == preds).all(), preds, preds.sigmoid()) > self._threshold
+                index = torch.add(pl, target.clamp(-1, 2), alpha=2)
+                ones = self._ones.get(ps[0])
+                S._hist.put_(index, self._ones_like(index) if ones is None else ones, accumulate=True)
+                return
+        self._scatter(S, *self._binary_labels(preds, target))
 
     # ---- batch -> (flat targets, flat preds, preds are class indices in [0, C)) ------------
     def _binary_labels(self, preds: Tensor, target: Tensor) -> Tuple[Tensor, Tensor, bool]:
@@ -316,8 +385,7 @@ class _BinaryStatScores(_Labels):
         self.num_classes = 2
         self._init_hist(2, ignore_index, validate_args)
 
-    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
-        self._scatter(S, *self._binary_labels(preds, target))
+    _accumulate = _Labels._binary_update
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         stats = {name: value[1] for name, value in _stats_of(states).items()}
@@ -355,6 +423,9 @@ class _MulticlassStatScores(_Labels):
             self.add_check("_bad_label_count", "error" if validate_args else "warn", _BAD_LABELS)
 
     def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        if self._use_hist and self.top_k == 1:
+            self._multiclass_update(S, preds, target)
+            return
         t, pl, scores = self._multiclass_labels(preds, target, self.top_k)
         if self._use_hist:
             self._scatter(S, t, pl, scores)
@@ -493,8 +564,7 @@ class BinaryConfusionMatrix(_ConfusionMatrixBase):
         self._threshold = host_scalar(self.threshold)
         self._init_confmat(2, normalize, ignore_index, validate_args)
 
-    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
-        self._scatter(S, *self._binary_labels(preds, target))
+    _accumulate = _Labels._binary_update
 
 
 class MulticlassConfusionMatrix(_ConfusionMatrixBase):
@@ -506,8 +576,7 @@ class MulticlassConfusionMatrix(_ConfusionMatrixBase):
         self._init_confmat(_check_num_classes(type(self).__name__, num_classes), normalize, ignore_index,
                            validate_args)
 
-    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
-        self._scatter(S, *self._multiclass_labels(preds, target, 1))
+    _accumulate = _Labels._multiclass_update
 
 
 # ---- task wrappers (torchmetrics' Accuracy(task=...) etc.) ----------------------------------

@@ -34,6 +34,7 @@ _SKIP_FIELDS = frozenset({
     "lines_after_decorators", "header", "footer", "newline", "trailing_whitespace",
     "operator", "lbracket", "rbracket", "lbrace", "rbrace", "asynchronous", "arrow",
     "whitespace_after_at", "default_comma", "relative", "quote", "prefix", "start", "end",
+    "attr", "keyword",  # names that are not reads of a variable
 })
 _FIELD_CACHE: Dict[type, Tuple[str, ...]] = {}
 # base classes named like these are nn.Modules in practice (FairseqCriterion, BaseModel, ...)

@@ -7,6 +7,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors as T
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, positional
+from syncfree_lint.fixes.plan import FixPlan, Replace, code
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 _MODULE_NAMES = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
@@ -62,12 +63,48 @@ for step, (x, y) in enumerate(loader):
 ```
 
 ## Fix safety
-No automatic fix yet: where the value is read decides the rewrite (planned as an unsafe fix).
+Unsafe (`--unsafe-fixes`), offered for the accumulator pattern `total += loss.item()`: it becomes
+`total += loss.detach()`, and every other read of `total` in the same function becomes
+`float(total)`, so printing and arithmetic still see Python numbers. Behaviour changes in
+corner cases: `total` is a tensor between reads (e.g. `isinstance` checks, reads from nested
+functions), and its value is read when `float()` runs.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    node_types = (cst.Call, cst.Name, cst.Attribute, cst.Subscript)
+    fix_title = "accumulate on the device (`.detach()`) and read the accumulator with `float()`"
+
+    def check(self, node: cst.CSTNode, ctx) -> None:
+        if isinstance(node, cst.Name):
+            if not ctx.is_store(node):
+                ctx.state(self).setdefault(("reads", id(ctx.function), node.value), []).append((node, ctx.statement))
+            return
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            if isinstance(node.value, cst.Name):  # x.attr / x[i]: wrapping x in float() would break it
+                ctx.state(self).setdefault(("bases", id(ctx.function)), set()).add(node.value.value)
+            return
         if method_call(node) == "item" and not node.args and _host_read_receiver(node, ctx):
-            ctx.report(self, node)
+            ctx.report(self, node, fix=self._accumulator_fix(node, ctx))
+
+    def _accumulator_fix(self, node: cst.Call, ctx):
+        """``total += loss.item()`` -> ``total += loss.detach()``, reads of ``total`` -> ``float(total)``."""
+        statement = ctx.statement
+        if not (isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign)
+                and isinstance(statement.target, cst.Name)):
+            return None
+        name, scope, state = statement.target.value, id(ctx.function), ctx.state(self)
+        detached = f"{code(node.func.value)}.detach()"  # type: ignore[attr-defined]
+
+        def build():
+            if name in state.get(("bases", scope), ()):
+                return None
+            parts = [Replace(node, statement, detached)]
+            for read, where in state.get(("reads", scope, name), ()):
+                if where is statement:
+                    continue
+                parts.append(Replace(read, where, f"float({name})"))
+            return parts
+
+        return FixPlan(self.fix_title, "unsafe", build)
 
 
 class CpuCopy(Rule):
