@@ -75,7 +75,7 @@ def _rule_instances(enabled: FrozenSet[str]):
     return rules
 
 
-def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]) -> FileFacts:
+def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True) -> FileFacts:
     """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts)."""
     module_name, root, is_package = module_identity(path)
     facts = FileFacts(path, module_name, root)
@@ -112,7 +112,7 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str])
     )
     try:
         analysis.run()
-        return analysis.facts(config.report_guarded, NoqaFilter())
+        return analysis.facts(config.report_guarded, NoqaFilter(noqa))
     except RecursionError:
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to analyse (recursion limit)"))
         return facts
@@ -162,7 +162,7 @@ def read_source(path: str) -> str:
 
 
 def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional[str] = None,
-              cache: Optional[Cache] = None) -> Tuple[FileFacts, int, bool]:
+              cache: Optional[Cache] = None, noqa: bool = True) -> Tuple[FileFacts, int, bool]:
     """(facts, line count, parsed?) for one file; ``text`` is given for --stdin-filename."""
     key = None
     if text is None:
@@ -189,7 +189,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
         module_name, root, _ = module_identity(path)
         outcome = (FileFacts(path, module_name, root), lines, False)
     else:
-        outcome = (lint_source(path, text, config, enabled), lines, True)
+        outcome = (lint_source(path, text, config, enabled, noqa), lines, True)
     if key is not None:
         cache.put(key, outcome)  # type: ignore[union-attr]
     return outcome
@@ -364,11 +364,12 @@ def _run_parallel(files: List[str], config: Config, enabled: FrozenSet[str], cac
             take(outcome)
 
 
-def lint_text(path: str, text: str, config: Config) -> List[Diagnostic]:
+def lint_text(path: str, text: str, config: Config, noqa: bool = True) -> List[Diagnostic]:
     """Findings for one file on its own (helpers in other files are not followed).
 
-    For integrations that hand over one file at a time: the flake8 plugin, editors."""
+    For integrations that hand over one file at a time: the flake8 plugin (``noqa=False``:
+    flake8 applies ``# noqa`` itself), editors."""
     enabled = config.enabled_codes(DEFAULTS)
-    facts, _, _ = lint_path(path, config, enabled, text)
+    facts, _, _ = lint_path(path, config, enabled, text, noqa=noqa)
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
     return select(resolve([facts]), config, enabled | always)

@@ -147,51 +147,6 @@ class Plugin:
 
 
 def _lint(engine: Any, filename: str, text: str, config: Any) -> list:
-    """``engine.lint_text`` with the linter's own ``# noqa`` handling off.
-
-    flake8 applies ``# noqa`` itself, by its own reading (``# noqa`` with one space, codes as
-    written, ``--disable-noqa``); the linter's filter reads a little more leniently and would
-    otherwise suppress findings a second time, so the two would disagree."""
-    if _accepts_noqa(engine.lint_text):
-        return engine.lint_text(filename, text, config, noqa=False)
-    return engine.lint_text(filename, _hide_noqa(text), config)
-
-
-def _hide_noqa(text: str) -> str:
-    """The text with ``noqa`` spelled otherwise inside comments, every position unchanged."""
-    if "noqa" not in text.lower():
-        return text
-    import io
-    import re
-    import tokenize
-
-    lines = io.StringIO(text).readlines()
-    word = re.compile("noqa", re.IGNORECASE)
-    changed = False
-    try:
-        for token in tokenize.generate_tokens(iter(lines).__next__):
-            if token.type == tokenize.COMMENT and word.search(token.string):
-                row, col = token.start
-                line = lines[row - 1]
-                end = col + len(token.string)
-                lines[row - 1] = line[:col] + word.sub("n_qa", token.string) + line[end:]
-                changed = True
-    except (tokenize.TokenError, SyntaxError, StopIteration, IndexError):
-        return text  # the linter reports the file as unreadable anyway
-    return "".join(lines) if changed else text
-
-
-_ACCEPTS: Dict[Any, bool] = {}
-
-
-def _accepts_noqa(function: Any) -> bool:
-    known: Optional[bool] = _ACCEPTS.get(function)
-    if known is None:
-        import inspect
-
-        try:
-            known = "noqa" in inspect.signature(function).parameters
-        except (TypeError, ValueError):  # pragma: no cover
-            known = False
-        _ACCEPTS[function] = known
-    return known
+    """``engine.lint_text`` with the linter's own ``# noqa`` handling off: flake8 applies it
+    (and ``--disable-noqa``) itself."""
+    return engine.lint_text(filename, text, config, noqa=False)

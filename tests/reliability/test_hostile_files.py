@@ -315,7 +315,10 @@ def _check_deep(tmp_path, name, text):
     return mine
 
 
-@pytest.mark.parametrize("name", sorted(DEEP))
+SLOW_DEEP = {"ifelse_5k", "mul_chain_5k"}  # 10-20 s each (the analysis hits its recursion limit slowly)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_DEEP else n for n in sorted(DEEP)])
 def test_deep_nesting_never_kills_the_process(tmp_path, name):
     text = _write_deep(tmp_path, name, DEEP[name])
     _check_deep(tmp_path, name, text)
