@@ -131,5 +131,5 @@ class MetricSite:
     call: cst.Call
     statement: Optional[cst.CSTNode]
     moved: bool = False  # .to(device)/.cuda() seen, or owned by an nn.Module that is moved
-    library: str = "torchmetrics"  # or "syncfree": rules about torchmetrics' syncs skip those
     members: Tuple["MetricSite", ...] = field(default=())  # for dicts and collections
+    library: str = "torchmetrics"  # or "syncfree": rules about torchmetrics' syncs skip those

@@ -292,7 +292,8 @@ class ModuleAnalysis:
                 found = [self._metric_site(name, el.value) for el in first.elements]
                 members = tuple(m for m in found if m is not None)
         in_module = name.startswith("self.") and self.class_frame is not None and self.class_frame.is_module
-        site = MetricSite(name, class_name, value, self.statement, moved or in_module, members, qual.split(".")[0])
+        site = MetricSite(name, class_name, value, self.statement, moved=moved or in_module, members=members,
+                          library=qual.split(".")[0])
         return site
 
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
