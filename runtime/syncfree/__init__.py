@@ -41,11 +41,19 @@ _SUBMODULE_OF = {
 __all__ = sorted(_SUBMODULE_OF)
 
 
+_SUBMODULES = ("guard",)  # ``syncfree.guard`` without importing it first
+
+
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"syncfree.{name}")
+        globals()[name] = module
+        return module
     submodule = _SUBMODULE_OF.get(name)
     if submodule is None:
         raise AttributeError(f"module 'syncfree' has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(f"syncfree.{submodule}"), name)
     globals()[name] = value
@@ -53,4 +61,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
