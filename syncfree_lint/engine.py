@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
+import threading
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
@@ -75,8 +77,40 @@ def _rule_instances(enabled: FrozenSet[str]):
     return rules
 
 
+_STACK_BYTES = 512 * 1024 * 1024  # virtual; pages are only touched by deep files
+
+
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True) -> FileFacts:
-    """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts)."""
+    """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts).
+
+    Runs on a thread with a large stack: libcst's native parser recurses on the C stack and
+    overflows it (killing the process) on very long ``and``/``or`` chains that Python accepts."""
+    outcome: List[object] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_lint_source(path, source, config, enabled, noqa))
+        except BaseException as exc:  # re-raised on the caller's thread
+            outcome.append(exc)
+
+    previous = threading.stack_size()
+    try:
+        threading.stack_size(_STACK_BYTES)
+        worker = threading.Thread(target=work, name="syncfree-lint-parse")
+        worker.start()
+    except (RuntimeError, ValueError, MemoryError):  # platforms that refuse big stacks
+        threading.stack_size(previous)
+        return _lint_source(path, source, config, enabled, noqa)
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result  # type: ignore[return-value]
+
+
+def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool) -> FileFacts:
     module_name, root, is_package = module_identity(path)
     facts = FileFacts(path, module_name, root)
     # Python's own parser first: libcst's native parser can overflow its stack (and kill the
@@ -97,7 +131,10 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str],
     try:
         module = _parse(source)
     except cst.ParserSyntaxError as exc:
-        facts.errors.append(_syntax_error(path, source, exc))
+        if tree is not None:  # Python accepts it: a limit of libcst's parser, not the user's error
+            facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"libcst cannot parse this file (Python can): {exc.message}"))
+        else:
+            facts.errors.append(_syntax_error(path, source, exc))
         return facts
     except RecursionError:
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse"))
@@ -197,6 +234,11 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
 
 def _read_bytes(path: str) -> bytes:
     try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise SourceError("is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
+            raise SourceError("not a regular file (a pipe, socket or device); skipped")
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError:

@@ -195,8 +195,6 @@ def test_unreadable_via_failing_read(tmp_path, monkeypatch):
     assert "permission denied" in mine[0].message.lower()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a FIFO named *.py in a linted folder blocks the run forever "
-                   "(open() waits for a writer); discover/read should skip or SFL000 non-regular files")
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_fifo_named_like_a_python_file_does_not_hang(tmp_path):
     (tmp_path / "good.py").write_text(GOOD)
@@ -324,16 +322,12 @@ def test_deep_nesting_never_kills_the_process(tmp_path, name):
     _check_deep(tmp_path, name, text)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: libcst's native parser segfaults on long `and`/`or` chains that "
-                   "Python's compile() accepts (ast.BoolOp is flat), so the pre-parse guard lets them through")
 @pytest.mark.parametrize("name", sorted(CRASHERS))
 def test_long_boolean_chain_does_not_segfault(tmp_path, name):
     text = _write_deep(tmp_path, name, CRASHERS[name])
     _check_deep(tmp_path, name, text)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: valid Python that libcst cannot parse (10k implicitly concatenated "
-                   "strings) is reported as `SFL000 syntax error: ...` at a line that does not exist")
 @pytest.mark.parametrize("name", sorted(LIBCST_LIMIT))
 def test_libcst_limit_is_not_called_a_syntax_error(tmp_path, name):
     text = _write_deep(tmp_path, name, LIBCST_LIMIT[name])
