@@ -63,9 +63,11 @@ for step, (x, y) in enumerate(loader):
 ```
 
 ## Fix safety
-Unsafe (`--unsafe-fixes`), offered for the accumulator pattern `total += loss.item()`: it becomes
-`total += loss.detach()`, and every other read of `total` in the same function becomes
-`float(total)`, so printing and arithmetic still see Python numbers. Behaviour changes in
+Unsafe (`--unsafe-fixes`), offered for the accumulator pattern `total += loss.item()` and for a
+value read per step and used at log intervals (`lossf = loss.item()` ... `if step % 100 == 0:
+print(lossf)`): the `.item()` becomes `.detach()`, and every other read of the name in the same
+function becomes `float(name)`, so printing and arithmetic still see Python numbers and the host
+read happens only where the value is used (under the interval guard, if there is one). Behaviour changes in
 corner cases: `total` is a tensor between reads (e.g. `isinstance` checks, reads from nested
 functions), and its value is read when `float()` runs.
 """
@@ -86,12 +88,19 @@ functions), and its value is read when `float()` runs.
             ctx.report(self, node, fix=self._accumulator_fix(node, ctx))
 
     def _accumulator_fix(self, node: cst.Call, ctx):
-        """``total += loss.item()`` -> ``total += loss.detach()``, reads of ``total`` -> ``float(total)``."""
+        """``total += loss.item()`` -> ``total += loss.detach()`` (also ``v = loss.item()``), and every
+        read of the name in the same function -> ``float(name)``: the host read moves to where the
+        value is used, typically under the existing logging-interval guard."""
         statement = ctx.statement
-        if not (isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign)
-                and isinstance(statement.target, cst.Name)):
+        if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign) \
+                and isinstance(statement.target, cst.Name):
+            target = statement.target  # total += loss.item()
+        elif isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0].target, cst.Name):
+            target = statement.targets[0].target  # lossf = loss.item() * k, read at log intervals
+        else:
             return None
-        name, scope, state = statement.target.value, id(ctx.function), ctx.state(self)
+        name, scope, state = target.value, id(ctx.function), ctx.state(self)
         detached = f"{code(node.func.value)}.detach()"  # type: ignore[attr-defined]
 
         def build():

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("flake8")
 
 ROOT = Path(__file__).resolve().parents[2]
-RULE_FIXTURES = sorted((ROOT / "fixtures" / "rules").glob("*.py"))
+RULE_FIXTURES = sorted(p for p in (ROOT / "fixtures" / "rules").glob("*.py") if not p.name.endswith(".fixed.py"))
 LOOP_FIXTURES = sorted((ROOT / "fixtures" / "loops").glob("*.py"))
 # flake8 runs no plugin on a file Python cannot parse; it reports E999 itself (tested below).
 SYNTAX_ERROR = ROOT / "fixtures" / "rules" / "SFL000_syntax_error.py"
