@@ -44,7 +44,7 @@ class MetricCollection(nn.Module):
         self.prefix = self._check_fix("prefix", prefix)
         self.postfix = self._check_fix("postfix", postfix)
         self._metrics = nn.ModuleDict()
-        self._verified_layouts: set = set()
+        self._verified_layouts: dict = {}  # group -> (layout hash, bucket specs) of the last verified sync
         self._pending: Any = None
         self._kwarg_names: Dict[str, Optional[set]] = {}
         self.add_metrics(metrics, *additional_metrics)

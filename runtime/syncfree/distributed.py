@@ -11,10 +11,23 @@ Scheme
   the full local states again (no double counting) and accumulation can continue.
 - Because states are sums (or max/min), ranks that saw different numbers of samples reduce to
   exactly the single-process result.
-- Layout check: before the first sync in a group (and again whenever the local layout changes)
-  one ``all_gather_object`` exchanges a fingerprint of (label, shape, dtype, op) for every state;
-  if ranks differ, every rank raises the same ``RuntimeError`` instead of hanging or mixing
-  states. The verified fingerprint is cached per group.
+- Layout check, on EVERY sync: the layout (label, shape, dtype, op, device type of every state)
+  is hashed (blake2b, 64 bits) and ``trigger_sync`` starts one tiny asynchronous ``all_gather``
+  of ``[hash, speculated, last verified hash]`` (an int64 tensor on the CPU, or on the GPU under
+  NCCL; never an ``all_reduce``). ``wait_sync(timeout)`` waits for it within the timeout, so a
+  rank that never joins gives a ``TimeoutError`` after ``timeout`` seconds, not after the
+  process group's timeout. If ranks differ, every rank raises the same ``RuntimeError``; the
+  full layouts are then exchanged (only in that case, bounded by the same timeout) to say which
+  states differ.
+- Speculation: the bucket all_reduces are started in ``trigger_sync`` (overlapping whatever runs
+  before ``wait_sync``) only when this rank's layout equals the one verified on every rank at
+  this owner's previous sync in the group. Otherwise (first sync, or a changed layout) the
+  buckets are snapshotted in ``trigger_sync`` but their all_reduces are only issued by
+  ``wait_sync`` once the layout check passed, so ranks never run all_reduces of different
+  sizes. On a mismatch where some ranks speculated, the others issue matching dummy all_reduces
+  (from the previous verified layout) so that the group's collectives stay aligned.
+  Caveat: collectives issued on the same group between ``trigger_sync`` and ``wait_sync`` are
+  only safe when every rank speculates alike (always the case when layouts do not change).
 - NCCL and CPU states: a NCCL-only group has no CPU backend ("No backend type associated with
   device type cpu"). When the group's backend is ``nccl`` and a bucket lives on the CPU, the
   bucket is staged through ``cuda:<current_device>`` and copied back in ``wait``.
@@ -23,12 +36,19 @@ Scheme
 from __future__ import annotations
 
 import datetime
+import hashlib
+import json
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
 Entry = Tuple[str, Any, str]  # (label, metric, state name)
+# (label, shape, dtype, reduce op, device type) of one state.
+LayoutEntry = Tuple[str, Tuple[int, ...], str, str, str]
+# (dtype, transport device, reduce op, numel) of one bucket, in issue order.
+BucketSpec = Tuple[str, str, str, int]
 
 
 def _dist():
@@ -55,71 +75,161 @@ def transport_device(group: Any, device: torch.device) -> torch.device:
     return device
 
 
-def layout_fingerprint(entries: Sequence[Entry]) -> Tuple[Tuple[str, Tuple[int, ...], str, str], ...]:
-    """(label, shape, dtype, op) of every state: equal on all ranks or the sync is meaningless."""
+def layout_fingerprint(entries: Sequence[Entry]) -> Tuple[LayoutEntry, ...]:
+    """(label, shape, dtype, op, device type) of every state: equal on all ranks or the sync is meaningless."""
     out = []
     for label, metric, name in entries:
         state = getattr(metric, name)
-        out.append((label, tuple(state.shape), str(state.dtype), metric._reductions[name]))
+        out.append((label, tuple(state.shape), str(state.dtype), metric._reductions[name], state.device.type))
     return tuple(out)
+
+
+def layout_hash(layout: Sequence[LayoutEntry]) -> int:
+    """A stable 64-bit signed hash of ``layout`` (the same in every process, unlike ``hash``)."""
+    digest = hashlib.blake2b(json.dumps(layout).encode(), digest_size=8).digest()
+    value = int.from_bytes(digest, "little", signed=True)
+    return value or 1  # 0 means "no verified layout" in the exchanged rows
 
 
 def _describe_mismatch(owner: str, layouts: List[Any]) -> str:
     lines = [f"syncfree: {owner} has a different layout on different ranks; every rank must hold "
              "the same metrics, created with the same arguments, before trigger_sync/sync."]
-    base = {fp[0]: fp[1:] for fp in layouts[0]}
+    base = {fp[0]: tuple(fp[1:]) for fp in layouts[0]}
     for rank, layout in enumerate(layouts[1:], start=1):
-        other = {fp[0]: fp[1:] for fp in layout}
+        other = {fp[0]: tuple(fp[1:]) for fp in layout}
         only_here = sorted(set(other) - set(base))
         only_base = sorted(set(base) - set(other))
         changed = sorted(k for k in set(base) & set(other) if base[k] != other[k])
         if only_here or only_base or changed:
             lines.append(
                 f"  rank {rank} vs rank 0: only on rank {rank}: {only_here}; only on rank 0: "
-                f"{only_base}; different shape/dtype/op: {changed}"
+                f"{only_base}; different shape/dtype/op/device: {changed}"
             )
+            for k in changed[:5]:
+                lines.append(f"    {k}: rank 0 {base[k]}, rank {rank} {other[k]}")
     return "\n".join(lines)
+
+
+def _describe_hashes(owner: str, hashes: List[int], note: str) -> str:
+    groups: Dict[int, List[int]] = {}
+    for rank, h in enumerate(hashes):
+        groups.setdefault(h, []).append(rank)
+    parts = "; ".join(f"ranks {ranks}: layout hash {h:#018x}" for h, ranks in groups.items())
+    return (f"syncfree: {owner} has a different layout on different ranks; every rank must hold "
+            f"the same metrics, created with the same arguments, before trigger_sync/sync. {parts}. {note}")
 
 
 def _group_key(group: Any) -> Any:
     return "WORLD" if group is None else id(group)
 
 
-def verify_layout(owner: Any, group: Any, fingerprint: Any) -> None:
-    """Raise on every rank when ranks disagree on the layout (one all_gather_object, cached)."""
-    key = (_group_key(group), fingerprint)
-    if key in owner._verified_layouts:
+def _deadline(timeout: Any) -> Optional[float]:
+    if timeout is None:
+        return None
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
+    return time.monotonic() + seconds
+
+
+def _timed_out(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "timed out" in text or "timeout" in text
+
+
+def _wait(work: Any, deadline: Optional[float]) -> None:
+    """``work.wait`` bounded by ``deadline`` (``time.monotonic``); None: the group's own timeout."""
+    if deadline is None:
+        work.wait()
         return
-    dist = _dist()
-    layouts: List[Any] = [None] * dist.get_world_size(group)
-    dist.all_gather_object(layouts, fingerprint, group=group)
-    if any(layout != layouts[0] for layout in layouts):
-        raise RuntimeError(_describe_mismatch(type(owner).__name__, layouts))
-    owner._verified_layouts.add(key)
+    # A zero timedelta means "no timeout" to c10d: wait at least 1 ms.
+    remaining = max(deadline - time.monotonic(), 0.001)
+    if work.wait(datetime.timedelta(seconds=remaining)) is False:
+        raise RuntimeError("Operation timed out!")
 
 
 class _Bucket:
-    def __init__(self, entries: List[Entry], buffer: Tensor, home: torch.device, work: Any) -> None:
+    def __init__(self, entries: List[Entry], buffer: Tensor, home: torch.device, op: str) -> None:
         self.entries = entries
         self.buffer = buffer
         self.home = home
-        self.work = work
+        self.op = op
+        self.work: Any = None
+
+    def start(self, group: Any) -> None:
+        self.work = _dist().all_reduce(self.buffer, op=_reduce_op(self.op), group=group, async_op=True)
+
+    def spec(self) -> BucketSpec:
+        return (str(self.buffer.dtype), str(self.buffer.device), self.op, self.buffer.numel())
 
 
 class PendingSync:
-    """Collectives in flight; ``wait`` completes them and installs the synced copies."""
+    """Collectives in flight; ``wait`` checks the layout, completes them and installs the synced copies."""
 
-    def __init__(self, buckets: List[_Bucket]) -> None:
+    def __init__(self, owner: Any, group: Any, layout: Tuple[LayoutEntry, ...], fingerprint: int,
+                 buckets: List[_Bucket], check_device: torch.device) -> None:
+        dist = _dist()
+        self.owner = owner
+        self.group = group
+        self.layout = layout
+        self.fingerprint = fingerprint
         self.buckets = buckets
+        self.check_device = check_device
+        self.world = dist.get_world_size(group)
+        verified = owner.__dict__.setdefault("_verified_layouts", {})
+        if not isinstance(verified, dict):  # an older set-valued cache
+            verified = owner.__dict__["_verified_layouts"] = {}
+        self.cached: Optional[Tuple[int, List[BucketSpec]]] = verified.get(_group_key(group))
+        self.speculated = self.cached is not None and self.cached[0] == fingerprint
+        row = torch.tensor([fingerprint, int(self.speculated), self.cached[0] if self.cached else 0],
+                           dtype=torch.int64, device=check_device)
+        self.rows = [torch.empty_like(row) for _ in range(self.world)]
+        # The layout check: one tiny all_gather, never an all_reduce (one all_reduce per bucket).
+        self.check_work = dist.all_gather(self.rows, row, group=group, async_op=True)
+        if self.speculated:
+            for bucket in buckets:
+                bucket.start(group)
+
+    @property
+    def _owner_name(self) -> str:
+        return type(self.owner).__name__
+
+    def _timeout_error(self, exc: BaseException, timeout: Any, phase: str) -> TimeoutError:
+        return TimeoutError(
+            f"syncfree: {self._owner_name} sync timed out after "
+            f"{'the process group timeout' if timeout is None else f'{timeout} s'} waiting for {phase} in a "
+            f"process group of {self.world} ranks: at least one rank did not call trigger_sync()/sync() "
+            f"on this {self._owner_name} (the backend cannot tell which rank; its error: {exc}). Every "
+            "rank must sync the same metrics at the same point, even a rank without data. The "
+            "unmatched collective stays pending in the process group: re-create the group "
+            "(destroy_process_group + init_process_group) before syncing again, or pass a longer "
+            "timeout to wait_sync/sync."
+        )
 
     def wait(self, timeout: Any = None) -> None:
-        if isinstance(timeout, (int, float)):
-            timeout = datetime.timedelta(seconds=timeout)
+        deadline = _deadline(timeout)
+        try:
+            _wait(self.check_work, deadline)
+        except RuntimeError as exc:
+            if _timed_out(exc):
+                raise self._timeout_error(exc, timeout, "the layout check (the first collective of every sync)") from exc
+            raise
+        rows = [tuple(int(v) for v in r.tolist()) for r in self.rows]
+        if any(row[0] != rows[0][0] for row in rows):
+            self._mismatch(rows, deadline)
+        if not self.speculated:
+            for bucket in self.buckets:
+                bucket.start(self.group)
         for bucket in self.buckets:
-            if timeout is None:
-                bucket.work.wait()
-            else:
-                bucket.work.wait(timeout)
+            try:
+                _wait(bucket.work, deadline)
+            except RuntimeError as exc:
+                if _timed_out(exc):
+                    raise self._timeout_error(exc, timeout, "the all_reduce of the states") from exc
+                raise
+        verified = self.owner.__dict__["_verified_layouts"]
+        verified[_group_key(self.group)] = (self.fingerprint, [b.spec() for b in self.buckets])
+        self._install()
+
+    def _install(self) -> None:
         synced: Dict[int, Tuple[Any, Dict[str, Tensor]]] = {}
         for bucket in self.buckets:
             buffer = bucket.buffer
@@ -135,16 +245,81 @@ class PendingSync:
         for metric, states in synced.values():
             metric._synced = states
 
+    def _mismatch(self, rows: List[Tuple[int, int, int]], deadline: Optional[float]) -> None:
+        """Raise the same RuntimeError on every rank, with details when they can be exchanged safely."""
+        hashes = [row[0] for row in rows]
+        speculators = [r for r, row in enumerate(rows) if row[1]]
+        aligned = True
+        note = ""
+        if speculators:
+            # Ranks that speculated issued the all_reduces of the previously verified layout; the
+            # others issue matching dummies so that the group's collectives stay aligned.
+            layout = {hashes[r] for r in speculators}
+            previous = next(iter(layout))
+            aligned = len(layout) == 1 and all(rows[r][2] == previous for r in range(len(rows)) if r not in speculators)
+            if aligned:
+                try:
+                    if not self.speculated:
+                        self._start_dummies()
+                    for bucket in self.buckets:
+                        _wait(bucket.work, deadline)
+                except RuntimeError as exc:
+                    aligned = False
+                    note = f"(Realigning the collectives failed: {exc}.) "
+            else:
+                note = "Ranks disagree on the previously verified layout. "
+            if not aligned:
+                note += ("The process group may now hold unmatched all_reduces: re-create it "
+                         "(destroy_process_group + init_process_group) before syncing again.")
+        layouts = self._gather_layouts(deadline) if aligned else None
+        if layouts is not None:
+            raise RuntimeError(_describe_mismatch(self._owner_name, layouts))
+        raise RuntimeError(_describe_hashes(self._owner_name, hashes, note))
+
+    def _start_dummies(self) -> None:
+        assert self.cached is not None
+        dummies = []
+        for dtype, device, op, numel in self.cached[1]:
+            buffer = torch.zeros(numel, dtype=getattr(torch, dtype.split(".")[-1]), device=torch.device(device))
+            bucket = _Bucket([], buffer, buffer.device, op)
+            bucket.start(self.group)
+            dummies.append(bucket)
+        self.buckets = dummies
+
+    def _gather_layouts(self, deadline: Optional[float]) -> Optional[List[Any]]:
+        """Every rank's full layout (only after a mismatch), bounded by ``deadline``; None on failure."""
+        dist = _dist()
+        try:
+            payload = json.dumps(self.layout).encode()
+            size = torch.tensor([len(payload)], dtype=torch.int64, device=self.check_device)
+            sizes = [torch.empty_like(size) for _ in range(self.world)]
+            _wait(dist.all_gather(sizes, size, group=self.group, async_op=True), deadline)
+            lengths = [int(s.tolist()[0]) for s in sizes]
+            data = torch.tensor(list(payload) + [0] * (max(lengths) - len(payload)), dtype=torch.uint8)
+            data = data.to(self.check_device)
+            out = [torch.empty_like(data) for _ in range(self.world)]
+            _wait(dist.all_gather(out, data, group=self.group, async_op=True), deadline)
+            layouts = []
+            for n, t in zip(lengths, out):
+                entries = json.loads(bytes(t.cpu().tolist()[:n]).decode())
+                layouts.append(tuple((e[0], tuple(e[1]), *e[2:]) for e in entries))
+            return layouts
+        except Exception:  # noqa: BLE001 - details are a bonus; the mismatch error is raised anyway
+            return None
+
 
 def start_sync(owner: Any, entries: Sequence[Entry], group: Any = None) -> Optional[PendingSync]:
-    """Start one async all_reduce per (dtype, device, op) bucket of ``entries``' states."""
+    """Snapshot the states into one buffer per (dtype, device, op) bucket and start the layout check.
+
+    The bucket all_reduces start here when the layout is the one verified at the previous sync,
+    otherwise in ``PendingSync.wait`` after the check.
+    """
     if not is_distributed(group):
         for _, metric, _ in entries:
             metric._synced = None  # one rank: the local states are the global ones
         return None
-    dist = _dist()
     entries = sorted(entries, key=lambda e: e[0])
-    verify_layout(owner, group, layout_fingerprint(entries))
+    layout = layout_fingerprint(entries)
     grouped: Dict[Tuple[str, str, str], List[Entry]] = {}
     for entry in entries:
         state = getattr(entry[1], entry[2])
@@ -155,6 +330,6 @@ def start_sync(owner: Any, entries: Sequence[Entry], group: Any = None) -> Optio
         flat = torch.cat([getattr(m, name).detach().reshape(-1) for _, m, name in members])
         home = flat.device
         flat = flat.to(transport_device(group, home))
-        work = dist.all_reduce(flat, op=_reduce_op(op), group=group, async_op=True)
-        buckets.append(_Bucket(members, flat, home, work))
-    return PendingSync(buckets)
+        buckets.append(_Bucket(members, flat, home, op))
+    return PendingSync(owner, group, layout, layout_hash(layout), buckets,
+                       transport_device(group, torch.device("cpu")))

@@ -128,7 +128,7 @@ class Metric(nn.Module):
         self._checks: List[Check] = []
         self._synced: Optional[Dict[str, Tensor]] = None
         self._pending: Any = None
-        self._verified_layouts: set = set()
+        self._verified_layouts: dict = {}  # group -> (layout hash, bucket specs) of the last verified sync
         # buffer name -> [(state name, offset, shape)]; attribute name -> buffer name (constants)
         self._groups: Dict[str, List[Tuple[str, int, Tuple[int, ...]]]] = {}
         self._constants: Dict[str, str] = {}
