@@ -169,7 +169,15 @@ def _for_this_rank(sd: Any, group: Any) -> Any:
 
 
 def load_metric(metric: Any, sd: Any, strict: bool = True) -> None:
-    """Copy a checkpoint (or a list of per-rank checkpoints) into ``metric``'s local states."""
+    """Copy a checkpoint (or a list of per-rank checkpoints) into ``metric``'s local states.
+
+    All or nothing: the checkpoint is validated first; on an error the metric is untouched.
+    """
+    _apply_metric_load(metric, _prepare_metric_load(metric, sd, strict))
+
+
+def _prepare_metric_load(metric: Any, sd: Any, strict: bool) -> Dict[str, Tensor]:
+    """Validate ``sd`` for ``metric``; return the new value of every state (nothing is modified)."""
     name = type(metric).__name__
     sd = _for_this_rank(sd, metric._default_group)
     _check_header(sd, name)
@@ -201,13 +209,22 @@ def load_metric(metric: Any, sd: Any, strict: bool = True) -> None:
                 f"{name} checkpoint: state {key!r} has shape {tuple(value.shape)}, the metric expects "
                 f"{tuple(state.shape)} (was it saved with other constructor arguments, e.g. num_classes?)"
             )
-    for key, state in own.items():
-        state.copy_(saved[key])
+    # Converted now (dtype, device), so that applying them cannot fail half-way.
+    return {key: saved[key].detach().to(device=state.device, dtype=state.dtype) for key, state in own.items()}
+
+
+def _apply_metric_load(metric: Any, values: Mapping[str, Tensor]) -> None:
+    own = metric.local_states()
+    for key, value in values.items():
+        own[key].copy_(value)
     metric._synced = None
 
 
 def load_collection(collection: Any, sd: Any, strict: bool = True) -> None:
-    """Load a collection checkpoint (or a list of per-rank ones) member by member."""
+    """Load a collection checkpoint (or a list of per-rank ones).
+
+    All or nothing: every member's checkpoint is validated before any member is modified.
+    """
     sd = _for_this_rank(sd, collection._default_group)
     _check_header(sd, _COLLECTION)
     saved: Dict[str, Any] = sd.get("metrics", {})
@@ -219,5 +236,11 @@ def load_collection(collection: Any, sd: Any, strict: bool = True) -> None:
             f"MetricCollection checkpoint does not match: missing metrics {missing}, "
             f"unexpected metrics {unexpected}"
         )
+    prepared = {}
     for key in own:
-        collection._metrics[key].load_state_dict(saved[key], strict=strict)
+        try:
+            prepared[key] = _prepare_metric_load(collection._metrics[key], saved[key], strict)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"MetricCollection member {key!r}: {exc} (nothing was loaded)") from exc
+    for key in own:
+        _apply_metric_load(collection._metrics[key], prepared[key])

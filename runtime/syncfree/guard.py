@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Optional
 import sys
 import sysconfig
 import threading
@@ -120,6 +121,34 @@ def _error_message(ev: SyncEvent) -> str:
 # --------------------------------------------------------------------------- user location
 
 
+# Libraries whose syncs are reported at the user's line that called into them.
+DEFAULT_LIBRARIES = ("torchmetrics", "lightning_utilities", "lightning", "pytorch_lightning", "accelerate")
+
+
+def _package_dir(name: str) -> Optional[str]:
+    """The folder of an installed top-level package, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.abspath(list(spec.submodule_search_locations)[0]) + os.sep
+
+
+def add_library(*names: str) -> None:
+    """Treat these installed packages as library code: events inside them are reported at the
+    user's line that called into them (as for torch). torchmetrics, Lightning and accelerate are
+    included by default."""
+    global _LIBS
+    found = tuple(d for d in (_package_dir(n) for n in names) if d and d not in _LIBS)
+    if found:
+        _LIBS = _LIBS + found
+        _is_library.cache_clear()
+
+
 def _library_prefixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     syncfree_dir = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -148,6 +177,9 @@ def _is_library(filename: str) -> bool:
             # site-packages may live inside the stdlib folder: those are not stdlib.
             return not (rest.startswith("site-packages") or rest.startswith("dist-packages"))
     return False
+
+
+add_library(*DEFAULT_LIBRARIES)
 
 
 def _user_frame(frame=None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from array import array
 from typing import Any, Dict, List, Tuple
 
 import torch
@@ -20,8 +21,12 @@ class _Leaf:
         self.index = index
 
 
-def _read_host(flat: Tensor) -> List[float]:
-    """The single device-to-host transfer of ``to_host`` (one call per device)."""
+def _read_host(flat: Tensor) -> List[int]:
+    """The single device-to-host transfer of ``to_host`` (one call per device).
+
+    ``flat`` is int64: integer results as themselves (exact, even above 2**53), floating ones as
+    the bit patterns of their float64 values (see :func:`_pack`).
+    """
     return flat.tolist()
 
 
@@ -60,10 +65,26 @@ def _plan_checks(metric: Metric, leaves: List[Tensor], checks: List[Tuple[str, s
         checks.append((type(metric).__name__, policy, message, len(leaves) - 1))
 
 
-def _to_python(values: List[float], tensor: Tensor) -> Any:
-    integral = not (tensor.is_floating_point() or tensor.is_complex())
-    if integral:
-        values = [int(v) for v in values]
+def _integral(tensor: Tensor) -> bool:
+    return not (tensor.is_floating_point() or tensor.is_complex())
+
+
+def _pack(tensor: Tensor) -> Tensor:
+    """``tensor`` flattened into int64: integers exactly, floats as float64 bit patterns."""
+    flat = tensor.reshape(-1)
+    if _integral(flat):
+        return flat.to(torch.int64)
+    return flat.to(torch.float64).view(torch.int64)
+
+
+def _as_floats(bits: List[int]) -> List[float]:
+    """float64 values from their int64 bit patterns (on the host, no torch)."""
+    return array("d", array("q", bits).tobytes()).tolist()
+
+
+def _to_python(values: List[Any], tensor: Tensor) -> Any:
+    if not _integral(tensor):
+        values = _as_floats(values)
     if tensor.ndim == 0:
         return values[0]
 
@@ -83,7 +104,7 @@ def _read_all(leaves: List[Tensor]) -> List[Any]:
         by_device.setdefault(t.device, []).append(i)
     out: List[Any] = [None] * len(leaves)
     for device, indices in by_device.items():
-        flat = torch.cat([leaves[i].reshape(-1).to(torch.float64) for i in indices])
+        flat = torch.cat([_pack(leaves[i]) for i in indices])
         values = _read_host(flat)
         offset = 0
         for i in indices:
@@ -123,7 +144,7 @@ def to_host(x: Any) -> Any:
     """Compute ``x`` on the device and return Python values with ONE device-to-host transfer.
 
     ``x`` is a metric, a ``MetricCollection``, a tensor, or a (nested) dict/list/tuple of them.
-    0-d results become floats (ints for integer tensors), others nested lists; dicts and lists
+    0-d results become floats (exact ints for integer tensors), others nested lists; dicts and lists
     mirror the input. Pending syncs are waited for. Deferred value checks (NaN counts, labels out
     of range) are read in the same transfer, then reported: ``"warn"`` checks warn, ``"error"``
     checks raise ``ValueError`` naming the metric and the count.

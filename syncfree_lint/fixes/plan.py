@@ -42,3 +42,4 @@ class FixPlan:
     title: str
     applicability: str  # "safe" | "unsafe"
     build: Callable[[], Optional[List[Part]]]  # None: no fix after all
+    subject: object = None  # what the fix is about (a metric site), for plans that span the file

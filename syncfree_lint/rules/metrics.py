@@ -38,6 +38,16 @@ def metric_call(node: cst.Call, ctx) -> Optional[Tuple[MetricSite, str]]:
     return site, what
 
 
+def nan_checks_on(site: MetricSite) -> bool:
+    """Every nan_strategy but "disable" checks values with a host read."""
+    if site.call is None:
+        return False
+    strategy = keyword_value(site.call, "nan_strategy")
+    if strategy is None and site.call.args and site.call.args[0].keyword is None:
+        strategy = site.call.args[0].value
+    return not (isinstance(strategy, cst.SimpleString) and strategy.evaluated_value == "disable")
+
+
 def _first_arg(node: cst.Call) -> Optional[cst.BaseExpression]:
     for arg in node.args:
         if arg.keyword is None and not arg.star:
@@ -76,63 +86,130 @@ _SWITCH_STATE = _SwitchState()
 
 def switch_plan(ctx, site: MetricSite) -> Optional[FixPlan]:
     """Move ``site``'s class from torchmetrics to syncfree, when that is safe for the whole file."""
-    if site.class_name not in SYNCFREE or site.call is None:
+    if site.class_name not in SYNCFREE or site.call is None or site.library != "torchmetrics":
         return None
-    return FixPlan(f"use `syncfree.{site.class_name}` (no sync in update)", "safe", lambda: _build_switch(ctx, site))
+    return FixPlan(f"use `syncfree.{site.class_name}` (no sync in update)", "safe", lambda: _build_switch(ctx, site), site)
+
+
+def _flagged_sites(ctx) -> List[MetricSite]:
+    """Sites with a switch fix on a finding that is reported (not module-level, not guarded)."""
+    out = []
+    for finding in ctx.findings:
+        plan = finding.fix
+        if not isinstance(plan, FixPlan) or not isinstance(plan.subject, MetricSite):
+            continue
+        placement = finding.placement
+        if placement is not None and (placement.owner() is None or placement.guarded):
+            continue
+        out.append(plan.subject)
+    return out
+
+
+def _collection_entries(site: MetricSite) -> int:
+    """How many metrics a MetricCollection(...) call was given (-1: not a literal)."""
+    if site.call is None or not site.call.args:
+        return -1
+    first = site.call.args[0].value
+    if isinstance(first, (cst.Dict, cst.List, cst.Tuple)):
+        return len(first.elements) + max(0, len(site.call.args) - 1)
+    return -1
 
 
 def _switchable(ctx) -> Dict[str, bool]:
-    """Per class name: every construction in the file is supported and none escapes."""
+    """Per class name: switch to syncfree? Every construction in the file must be supported,
+    none may be handed to other code, the class must be flagged, and a MetricCollection switches
+    together with all of its members or not at all."""
     cache = ctx.state(_SWITCH_STATE)
     if "classes" in cache:
         return cache["classes"]
     escapes = _escapes(ctx)
+    flagged_sites = _flagged_sites(ctx)
+    flagged = {s.class_name for s in flagged_sites}
+    sites = [s for s in ctx.all_metric_sites if s.call is not None and s.library == "torchmetrics"]
+    collections = [s for s in sites if s.class_name == "MetricCollection"]
+    for collection in collections:  # a flagged member flags its collection and the other members
+        if any(m.class_name in flagged for m in collection.members) or "MetricCollection" in flagged:
+            flagged.add("MetricCollection")
+            flagged.update(m.class_name for m in collection.members)
+            flagged_sites.extend((collection, *collection.members))
+    cache["sites"] = {id(s.call) for s in flagged_sites}
     verdict: Dict[str, bool] = {}
-    for site in ctx.all_metric_sites:
-        if site.call is None:
-            continue
-        ok = syncfree_supports(site.class_name, site.call) and site.name not in escapes
+    for site in sites:
+        ok = site.class_name in flagged and syncfree_supports(site.class_name, site.call) and site.name not in escapes
         verdict[site.class_name] = verdict.get(site.class_name, True) and ok
-    if "MetricCollection" in verdict and not all(verdict.values()):
-        verdict = {name: False for name in verdict}  # a collection needs all its members switched
+    changed = True
+    while changed:  # members inside a collection that cannot switch cannot switch either
+        changed = False
+        for collection in collections:
+            members_ok = len(collection.members) == _collection_entries(collection) and all(
+                verdict.get(m.class_name, False) for m in collection.members
+            )
+            if verdict.get("MetricCollection") and not members_ok:
+                verdict["MetricCollection"] = False
+                changed = True
+            if not verdict.get("MetricCollection"):
+                for member in collection.members:
+                    if verdict.get(member.class_name):
+                        verdict[member.class_name] = False
+                        changed = True
     cache["classes"] = verdict
     return verdict
 
 
 def _build_switch(ctx, site: MetricSite) -> Optional[List[Part]]:
+    """The edits that move every switchable class of the file at once (identical for every
+    finding, so applying any one of them leaves the file consistent; duplicates merge)."""
     verdict = _switchable(ctx)
     if not verdict.get(site.class_name):
         return None
-    func = site.call.func
-    if isinstance(func, cst.Name):
-        statement = ctx.imports.sources.get(func.value)
-        if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
+    parts: List[Part] = []
+    rewritten = set()
+    need_module_import = False
+    anchor: Optional[cst.CSTNode] = None
+    for other in ctx.all_metric_sites:
+        if other.call is None or other.library != "torchmetrics" or not verdict.get(other.class_name):
+            continue
+        func = other.call.func
+        if isinstance(func, cst.Name):
+            statement = ctx.imports.sources.get(func.value)
+            if isinstance(statement, cst.ImportFrom) and id(statement) not in rewritten:
+                rewritten.add(id(statement))
+                text = _rewrite_import(ctx, statement, verdict)
+                if text is not None:
+                    parts.append(Replace(statement, statement, text))
+        elif isinstance(func, cst.Attribute):
+            if id(other.call) not in ctx.state(_SWITCH_STATE)["sites"]:
+                continue  # module-style constructions switch one by one: only the reported ones
+            parts.append(Replace(func, other.statement, f"syncfree.{other.class_name}"))
+            if not ctx.imports.imported("syncfree"):
+                need_module_import = True
+                anchor = anchor or ctx.imports.sources.get((dotted(func) or "").split(".")[0])
+    if need_module_import:
+        if anchor is None:
             return None
-        keep, move = [], []
-        for alias in statement.names:  # type: ignore[union-attr]
-            imported = dotted(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None else imported  # type: ignore[union-attr]
-            wanted = verdict.get(imported) and (ctx.imports.aliases.get(local) or "").startswith("torchmetrics.")
-            (move if wanted else keep).append(alias)
-        if not move:
-            return None
-        moved = cst.ImportFrom(module=cst.Name("syncfree"), names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in move])
-        text = code(moved)
-        if keep:
-            kept = statement.with_changes(names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in keep],
-                                          lpar=None, rpar=None)
-            text = code(kept) + ctx.newline + text
-        return [Replace(statement, statement, text)]
-    if isinstance(func, cst.Attribute):
-        parts: List[Part] = [Replace(func, site.statement, f"syncfree.{site.class_name}")]
-        if not ctx.imports.imported("syncfree"):
-            head = (dotted(func) or "").split(".")[0]
-            anchor = ctx.imports.sources.get(head)
-            if anchor is None:
-                return None
-            parts.append(InsertAfter(anchor, "import syncfree"))
-        return parts
-    return None
+        parts.append(InsertAfter(anchor, "import syncfree"))
+    return parts or None
+
+
+def _rewrite_import(ctx, statement: cst.ImportFrom, verdict: Dict[str, bool]) -> Optional[str]:
+    """``from torchmetrics... import A, B`` with the switchable names moved to ``from syncfree``."""
+    if isinstance(statement.names, cst.ImportStar):
+        return None
+    keep, move = [], []
+    for alias in statement.names:
+        imported = dotted(alias.name) or ""
+        local = alias.asname.name.value if alias.asname is not None else imported  # type: ignore[union-attr]
+        wanted = verdict.get(imported) and (ctx.imports.aliases.get(local) or "").startswith("torchmetrics.")
+        (move if wanted else keep).append(alias)
+    if not move:
+        return None
+    moved = cst.ImportFrom(module=cst.Name("syncfree"), names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in move])
+    text = code(moved)
+    if keep:
+        kept = statement.with_changes(names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in keep],
+                                      lpar=None, rpar=None)
+        text = code(kept) + ctx.newline + text
+    return text
 
 
 class AggregatorUpdate(Rule):
@@ -174,6 +251,8 @@ for x, y in loader:
         if found is None or found[1] == "compute" or not is_aggregator(found[0].class_name):
             return
         site = found[0]
+        if not nan_checks_on(site):
+            return  # nan_strategy="disable": no host read (a Python value is SFL303's)
         ctx.report(self, node, f"torchmetrics `{site.class_name}` {found[1]} checks its input for NaN with a host read every step; use `syncfree.{site.class_name}`", fix=switch_plan(ctx, site))
 
 
@@ -324,10 +403,7 @@ or `MeanMetric(nan_strategy="disable")` when NaNs cannot occur.
 """ + _UPDATE_DOC_TAIL
 
     def applies(self, site: MetricSite) -> bool:
-        if not is_aggregator(site.class_name):
-            return False
-        strategy = keyword_value(site.call, "nan_strategy")
-        return not (isinstance(strategy, cst.SimpleString) and strategy.evaluated_value == "disable")
+        return is_aggregator(site.class_name) and nan_checks_on(site)
 
 
 class ValidatingClassifier(_ConstructionRule):
@@ -357,7 +433,9 @@ for x, y in loader:
 from syncfree import MulticlassAccuracy     # labels checked on device, reported by to_host
 acc = MulticlassAccuracy(num_classes=10)
 ```
-`validate_args=False` also removes the sync, and the checks with it (an unsafe change).
+`validate_args=False` removes the validation's `torch.unique`, and the checks with it (an
+unsafe change); torchmetrics' multiclass update still counts with `torch.bincount`, whose output
+size depends on the data, so only the `syncfree` metric removes every per-update sync.
 """ + _UPDATE_DOC_TAIL
 
     def applies(self, site: MetricSite) -> bool:
@@ -451,7 +529,8 @@ or a `syncfree` metric, which stages CPU states through the device under NCCL.
         if not ctx.state(self).get("nccl"):
             return
         for site in ctx.all_metric_sites:
-            if site.call is not None and not site.moved and site.class_name != "MetricCollection":
+            if site.call is not None and not site.moved and site.library == "torchmetrics" \
+                    and site.class_name != "MetricCollection":
                 ctx.report(self, site.call, fix=switch_plan(ctx, site), statement=site.statement)
 
 

@@ -148,9 +148,6 @@ def scenario_absent_pg_timeout(rank, world, done):
     return _attempt(lambda: col.sync())  # no wait timeout: the process group's (3 s) applies
 
 
-@pytest.mark.xfail(strict=True, reason="bug: trigger_sync blocks in the layout check's all_gather_object "
-                   "until the process-group timeout, so wait_sync(timeout=3) cannot bound the first sync "
-                   "when a rank never joins")
 def test_rank_never_joins_first_sync_wait_timeout():
     out = _launch("absent_first_sync", pg_timeout=12)
     status, message, seconds = out[0]
@@ -217,6 +214,36 @@ def scenario_layout_changes_after_verified_sync(rank, world, done):
     return _attempt(lambda: col.sync(timeout=5))
 
 
+def scenario_recover_after_layout_change(rank, world, done):
+    """After the mismatch error the group is still aligned: fix the layout and sync again."""
+    col = _collection()
+    _feed(col, rank)
+    col.sync(timeout=20)
+    if rank == 1:
+        col.add_metrics({"extra": syncfree.SumMetric()})
+    failed = _attempt(lambda: col.sync(timeout=10))
+    if rank == 0:
+        col.add_metrics({"extra": syncfree.SumMetric()})
+    col["extra"].update(torch.tensor([float(rank + 1)]))
+    started = []
+    real = dist.all_reduce
+
+    def counting(*args, **kwargs):
+        started.append(1)
+        return real(*args, **kwargs)
+
+    dist.all_reduce = counting
+    try:
+        col.sync(timeout=20)  # first sync of the new layout: all_reduces issued by wait_sync
+        buckets = len(started)
+        col.trigger_sync()
+        in_trigger = len(started) - buckets  # verified layout: all_reduces start in trigger_sync
+        col.wait_sync(timeout=20)
+    finally:
+        dist.all_reduce = real
+    return failed[0], failed[1], syncfree.to_host(col), (buckets, in_trigger)
+
+
 @pytest.mark.parametrize("scenario", ["members_differ", "shapes_differ", "dtypes_differ", "single_metric_differs"])
 def test_layout_mismatch_detected_on_every_rank(scenario):
     out = _launch(scenario, pg_timeout=20)
@@ -231,14 +258,20 @@ def test_member_order_does_not_matter():
     assert out[0]["mean"] == pytest.approx(1.5)  # values 0,1,2 and 1,2,3
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the layout check is cached per rank, so when only one rank's "
-                   "layout changes after a verified sync, that rank runs all_gather_object while the others "
-                   "run all_reduce: mismatched collectives (hang/garbage) instead of a clear error on every rank")
 def test_layout_change_after_verified_sync_detected_on_every_rank():
     out = _launch("layout_changes_after_verified_sync", pg_timeout=6, outer=45)
     for rank, (status, message, _) in out.items():
         assert status == "raised", (rank, out)
         assert "different layout" in message, (rank, message)
+
+
+def test_group_usable_after_layout_change_error():
+    out = _launch("recover_after_layout_change", pg_timeout=10, outer=45)
+    for rank, (status, message, values, (buckets, in_trigger)) in out.items():
+        assert status == "raised" and "different layout" in message, (rank, message)
+        assert "only on rank 1: ['extra._nan_count', 'extra.sum_value']" in message, (rank, message)
+        assert values["extra"] == 3.0 and values["mean"] == pytest.approx(1.5), (rank, values)
+        assert buckets > 0 and in_trigger == buckets, (buckets, in_trigger)
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
@@ -377,8 +410,6 @@ def test_huge_counts_match_torchmetrics():
     assert counts[0][0] == 4 * n // 4 and counts[3][0] == 4 * n // 4
 
 
-@pytest.mark.xfail(strict=True, reason="bug: to_host reads every tensor through float64, so int64 counts above "
-                   "2**53 come back rounded (compute() holds the exact value)")
 def test_to_host_keeps_int64_counts_exact():
     _fault()
     cm = syncfree.MulticlassConfusionMatrix(3)
@@ -481,8 +512,6 @@ def test_failed_load_leaves_metric_untouched():
     assert _host(m) == before
 
 
-@pytest.mark.xfail(strict=True, reason="bug: MetricCollection.load_state_dict loads member by member, so a "
-                   "member that fails leaves the earlier members overwritten (a half-loaded collection)")
 def test_failed_collection_load_leaves_collection_untouched():
     _fault()
     col = syncfree.MetricCollection({"a": syncfree.MeanMetric(), "b": syncfree.MulticlassAccuracy(3)})
