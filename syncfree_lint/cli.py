@@ -189,15 +189,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         if progress is not None:
             progress.done()
-    if (args.fix or args.diff) and stdin is None:
-        status = _fix(args, paths, config, result, jobs, cache, out)
-        if status is not None:
-            return status
-        result = run(paths, config, jobs=jobs, cache=cache)
-    out.write(FORMATS[args.output_format](result.diagnostics))
-    if args.statistics:
-        out.write(format_statistics(result.diagnostics))
-    out.flush()
+    try:
+        if (args.fix or args.diff) and stdin is None:
+            status = _fix(args, paths, config, result, jobs, cache, out)
+            if status is not None:
+                return status
+            result = run(paths, config, jobs=jobs, cache=cache)
+        out.write(FORMATS[args.output_format](result.diagnostics))
+        if args.statistics:
+            out.write(format_statistics(result.diagnostics))
+        out.flush()
+    except KeyboardInterrupt:
+        sys.stderr.write("syncfree-lint: interrupted (files already fixed are complete; the others are untouched)\n")
+        return 130
+    except BrokenPipeError:  # `syncfree-lint ... | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     if result.internal_errors:
         return 2
     if result.diagnostics and not args.exit_zero:

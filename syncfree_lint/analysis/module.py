@@ -886,11 +886,14 @@ class ModuleAnalysis:
 
 
 def _edit_for(part: Any, finder: PositionFinder, newline: str) -> Edit:
+    """Text edits at exact positions (libcst's own), never found by searching the text."""
     if isinstance(part, Replace):
-        line, col, end_line, end_col = finder.position(part.statement, part.node)
+        line, col, end_line, end_col = finder.exact(part.node)
         return Edit((line, col - 1), (end_line, end_col - 1), part.text)
-    _, _, end_line, end_col = finder.position(part.statement, part.statement)
-    return Edit((end_line, end_col - 1), (end_line, end_col - 1), newline + part.text)
+    line, _, end_line, end_col = finder.exact(part.statement)
+    text = finder.line_text(line)
+    indent = text[: len(text) - len(text.lstrip(" \t"))]  # the new line sits in the same block
+    return Edit((end_line, end_col - 1), (end_line, end_col - 1), newline + indent + part.text)
 
 
 class NoqaFilter:

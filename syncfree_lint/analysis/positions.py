@@ -75,6 +75,10 @@ def _ast_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _ast_statements(getattr(statement, "orelse", ()))
 
 
+def _is_name_char(char: str) -> bool:
+    return bool(char) and (char.isalnum() or char == "_")
+
+
 class PositionFinder:
     """Resolves (statement, node) pairs of one file to source positions."""
 
@@ -149,7 +153,7 @@ class PositionFinder:
         self._seen[key] = nth + 1
         at = start - 1
         for _ in range(nth + 1):
-            found = self.source.find(text, at + 1, end) if text else -1
+            found = self._find_token(text, at + 1, end)
             if found < 0:
                 break
             at = found
@@ -158,6 +162,27 @@ class PositionFinder:
         line, col = self._line_col(at)
         end_line, end_col = self._line_col(at + len(text))
         return line, col, end_line, end_col
+
+    def _find_token(self, text: str, start: int, end: int) -> int:
+        """The next occurrence of ``text`` that is not part of a longer name (``loss`` in ``aux_loss``)."""
+        if not text:
+            return -1
+        source = self.source
+        while True:
+            found = source.find(text, start, end)
+            if found < 0:
+                return -1
+            before = source[found - 1] if found > 0 else ""
+            after = source[found + len(text)] if found + len(text) < len(source) else ""
+            clash_before = _is_name_char(text[0]) and (_is_name_char(before) or (before == "." and text[0] != "."))
+            clash_after = _is_name_char(text[-1]) and _is_name_char(after)
+            if not clash_before and not clash_after:
+                return found
+            start = found + 1
+
+    def exact(self, node: cst.CSTNode) -> Position:
+        """The exact position from libcst's own code generation: slower, used for fix edits."""
+        return self._provider_position(node)
 
     def _provider_position(self, node: cst.CSTNode) -> Position:
         if self._fallback is None:

@@ -7,7 +7,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors as T
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, positional
-from syncfree_lint.fixes.plan import FixPlan, Replace, code
+from syncfree_lint.fixes.plan import FixPlan, Replace
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 _MODULE_NAMES = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
@@ -101,12 +101,10 @@ functions), and its value is read when `float()` runs.
         else:
             return None
         name, scope, state = target.value, id(ctx.function), ctx.state(self)
-        detached = f"{code(node.func.value)}.detach()"  # type: ignore[attr-defined]
-
         def build():
             if name in state.get(("bases", scope), ()):
                 return None
-            parts = [Replace(node, statement, detached)]
+            parts = [Replace(node.func.attr, statement, "detach")]  # type: ignore[attr-defined]
             for read, where in state.get(("reads", scope, name), ()):
                 if where is statement:
                     continue
