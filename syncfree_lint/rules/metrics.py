@@ -174,9 +174,7 @@ def _build_switch(ctx, site: MetricSite) -> Optional[List[Part]]:
             statement = ctx.imports.sources.get(func.value)
             if isinstance(statement, cst.ImportFrom) and id(statement) not in rewritten:
                 rewritten.add(id(statement))
-                text = _rewrite_import(ctx, statement, verdict)
-                if text is not None:
-                    parts.append(Replace(statement, statement, text))
+                parts.extend(_rewrite_import(ctx, statement, verdict))
         elif isinstance(func, cst.Attribute):
             if id(other.call) not in ctx.state(_SWITCH_STATE)["sites"]:
                 continue  # module-style constructions switch one by one: only the reported ones
@@ -191,10 +189,11 @@ def _build_switch(ctx, site: MetricSite) -> Optional[List[Part]]:
     return parts or None
 
 
-def _rewrite_import(ctx, statement: cst.ImportFrom, verdict: Dict[str, bool]) -> Optional[str]:
-    """``from torchmetrics... import A, B`` with the switchable names moved to ``from syncfree``."""
+def _rewrite_import(ctx, statement: cst.ImportFrom, verdict: Dict[str, bool]) -> List[Part]:
+    """``from torchmetrics... import A, B`` with the switchable names moved to ``from syncfree``
+    (the new import on its own line after the old one, at the same indentation)."""
     if isinstance(statement.names, cst.ImportStar):
-        return None
+        return []
     keep, move = [], []
     for alias in statement.names:
         imported = dotted(alias.name) or ""
@@ -202,14 +201,12 @@ def _rewrite_import(ctx, statement: cst.ImportFrom, verdict: Dict[str, bool]) ->
         wanted = verdict.get(imported) and (ctx.imports.aliases.get(local) or "").startswith("torchmetrics.")
         (move if wanted else keep).append(alias)
     if not move:
-        return None
-    moved = cst.ImportFrom(module=cst.Name("syncfree"), names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in move])
-    text = code(moved)
-    if keep:
-        kept = statement.with_changes(names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in keep],
-                                      lpar=None, rpar=None)
-        text = code(kept) + ctx.newline + text
-    return text
+        return []
+    moved = code(cst.ImportFrom(module=cst.Name("syncfree"), names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in move]))
+    if not keep:
+        return [Replace(statement, statement, moved)]
+    kept = statement.with_changes(names=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in keep], lpar=None, rpar=None)
+    return [Replace(statement, statement, code(kept)), InsertAfter(statement, moved)]
 
 
 class AggregatorUpdate(Rule):

@@ -226,3 +226,18 @@ def test_diff_on_crlf_file_writes_nothing(tmp_path: Path, capsys) -> None:
     assert status == 1
     assert "-" + OLD_IMPORT in out and "+" + NEW_IMPORT in out
     assert snapshot(tmp_path) == before
+
+
+def test_import_rewrite_inside_a_block_keeps_indentation(tmp_path):
+    """Regression (found by the fix property test): the moved names' new import line sits in
+    the same block as the rewritten one, so a fix inside `if`/`try` still compiles."""
+    source = (ROOT / "fixtures" / "rules" / "SFL305_validating_classification_metric.py").read_text()
+    nested = "if True:\n" + "".join("    " + line if line.strip() else line for line in source.splitlines(keepends=True))
+    target = tmp_path / "nested.py"
+    target.write_text(nested)
+    from syncfree_lint.cli import main as cli_main
+
+    cli_main([str(target), "--fix", "--no-cache"])
+    fixed = target.read_text()
+    assert fixed != nested and "from syncfree import" in fixed
+    compile(fixed, str(target), "exec")
