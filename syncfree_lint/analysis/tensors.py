@@ -117,6 +117,18 @@ _ACCELERATOR_CLASSES = ("accelerate.Accelerator", "lightning.fabric.Fabric", "li
 
 CPU_DEVICE_TEXTS = frozenset({"'cpu'", '"cpu"'})
 
+# Names that hold models in practice (``model``, ``self.net``, ``text_encoder``, ``ema_model``):
+# weak evidence, used only when nothing is known about the name.
+_MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
+                 "transformer", "controlnet", "ema", "pipe", "pipeline", "teacher", "student",
+                 "discriminator", "generator", "critic", "actor")
+
+
+def looks_like_module(name: str) -> bool:
+    """``model``, ``net``, ``text_encoder``, ``ema_model``, ``self.backbone``: named like a model."""
+    last = name.rsplit(".", 1)[-1].lower().rstrip("0123456789_")
+    return last in _MODULE_WORDS or last.endswith(tuple("_" + word for word in _MODULE_WORDS))
+
 
 def is_device_tensor(kind: Optional[str]) -> bool:
     return kind in DEVICE_TENSORS
@@ -173,7 +185,10 @@ class TensorInference:
             return OTHER
         if value == "None":
             return None
-        return self.lookup(value)
+        bound = self.lookup(value)
+        if bound is None and looks_like_module(value) and not self.imports.imported(value):
+            return MODULE
+        return bound
 
     def _Integer(self, node: cst.BaseExpression) -> str:
         return NUMBER
@@ -195,6 +210,8 @@ class TensorInference:
             bound = self.lookup(text)
             if bound is not None:
                 return bound
+            if text.startswith("self.") and text.count(".") == 1 and looks_like_module(text):
+                return MODULE
         base = self.kind(node.value)
         attr = node.attr.value
         if base in DEVICE_TENSORS or base == HOST_TENSOR:

@@ -10,20 +10,9 @@ from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, posi
 from syncfree_lint.fixes.plan import FixPlan, Replace
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
-_MODULE_NAMES = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
-                 "transformer", "controlnet", "ema", "pipe", "teacher", "student", "discriminator", "generator")
-
-
-def _looks_like_module(expr: cst.BaseExpression) -> bool:
-    """A receiver named like a model (``model.cpu()``, ``self.net.cpu()``)."""
-    name = expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
-    return isinstance(name, str) and any(word in name.lower() for word in _MODULE_NAMES)
-
-
 def _host_read_receiver(node: cst.Call, ctx) -> bool:
     """A receiver that may be a device tensor: not numpy, a number, a host tensor or a module."""
-    target = receiver(node)
-    return ctx.maybe_tensor(target) and not _looks_like_module(target)
+    return ctx.maybe_tensor(receiver(node))
 
 
 class ItemCall(Rule):
