@@ -176,13 +176,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sys.stderr.write(f"syncfree-lint: error: no such file or folder: {', '.join(missing)}\n")
             return 2
     jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    # fix edits need exact positions (a code generation pass): build them only when shown or used
+    want_fixes = bool(args.fix or args.diff or args.output_format in ("json", "sarif"))
     cache = None
     if not args.no_cache and stdin is None:
         folder = args.cache_dir or os.path.join(config.root, CACHE_DIR)
-        cache = Cache(folder, repr(config))
+        cache = Cache(folder, f"{config!r} fixes={want_fixes}")
     progress = _Progress() if sys.stderr.isatty() and stdin is None else None
     try:
-        result = run(paths, config, stdin=stdin, jobs=jobs, cache=cache, progress=progress)
+        result = run(paths, config, stdin=stdin, jobs=jobs, cache=cache, progress=progress, fixes=want_fixes)
     except KeyboardInterrupt:
         sys.stderr.write("syncfree-lint: interrupted\n")
         return 130
@@ -194,7 +196,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             status = _fix(args, paths, config, result, jobs, cache, out)
             if status is not None:
                 return status
-            result = run(paths, config, jobs=jobs, cache=cache)
+            result = run(paths, config, jobs=jobs, cache=cache, fixes=want_fixes)
         out.write(FORMATS[args.output_format](result.diagnostics))
         if args.statistics:
             out.write(format_statistics(result.diagnostics))

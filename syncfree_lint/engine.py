@@ -80,7 +80,8 @@ def _rule_instances(enabled: FrozenSet[str]):
 _STACK_BYTES = 512 * 1024 * 1024  # virtual; pages are only touched by deep files
 
 
-def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True) -> FileFacts:
+def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
+                fixes: bool = True) -> FileFacts:
     """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts).
 
     Runs on a thread with a large stack: libcst's native parser recurses on the C stack and
@@ -89,7 +90,7 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str],
 
     def work() -> None:
         try:
-            outcome.append(_lint_source(path, source, config, enabled, noqa))
+            outcome.append(_lint_source(path, source, config, enabled, noqa, fixes))
         except BaseException as exc:  # re-raised on the caller's thread
             outcome.append(exc)
 
@@ -100,7 +101,7 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str],
         worker.start()
     except (RuntimeError, ValueError, MemoryError):  # platforms that refuse big stacks
         threading.stack_size(previous)
-        return _lint_source(path, source, config, enabled, noqa)
+        return _lint_source(path, source, config, enabled, noqa, fixes)
     finally:
         threading.stack_size(previous)
     worker.join()
@@ -110,7 +111,7 @@ def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str],
     return result  # type: ignore[return-value]
 
 
-def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool) -> FileFacts:
+def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool, fixes: bool) -> FileFacts:
     module_name, root, is_package = module_identity(path)
     facts = FileFacts(path, module_name, root)
     # Python's own parser first: libcst's native parser can overflow its stack (and kill the
@@ -149,7 +150,7 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     )
     try:
         analysis.run()
-        return analysis.facts(config.report_guarded, NoqaFilter(noqa))
+        return analysis.facts(config.report_guarded, NoqaFilter(noqa), fixes)
     except RecursionError:
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to analyse (recursion limit)"))
         return facts
@@ -199,7 +200,7 @@ def read_source(path: str) -> str:
 
 
 def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional[str] = None,
-              cache: Optional[Cache] = None, noqa: bool = True) -> Tuple[FileFacts, int, bool]:
+              cache: Optional[Cache] = None, noqa: bool = True, fixes: bool = True) -> Tuple[FileFacts, int, bool]:
     """(facts, line count, parsed?) for one file; ``text`` is given for --stdin-filename."""
     key = None
     if text is None:
@@ -226,7 +227,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
         module_name, root, _ = module_identity(path)
         outcome = (FileFacts(path, module_name, root), lines, False)
     else:
-        outcome = (lint_source(path, text, config, enabled, noqa), lines, True)
+        outcome = (lint_source(path, text, config, enabled, noqa, fixes), lines, True)
     if key is not None:
         cache.put(key, outcome)  # type: ignore[union-attr]
     return outcome
@@ -344,17 +345,19 @@ def select(diagnostics: Iterable[Diagnostic], config: Config, enabled: FrozenSet
 _WORKER: Dict[str, object] = {}
 
 
-def _init_worker(config: Config, enabled: FrozenSet[str], cache: Optional[Cache]) -> None:
-    _WORKER.update(config=config, enabled=enabled, cache=cache)
+def _init_worker(config: Config, enabled: FrozenSet[str], cache: Optional[Cache], fixes: bool) -> None:
+    _WORKER.update(config=config, enabled=enabled, cache=cache, fixes=fixes)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
 
 
 def _lint_in_worker(path: str) -> Tuple[FileFacts, int, bool]:
-    return lint_path(path, _WORKER["config"], _WORKER["enabled"], None, _WORKER["cache"])  # type: ignore[arg-type]
+    return lint_path(path, _WORKER["config"], _WORKER["enabled"], None, _WORKER["cache"],  # type: ignore[arg-type]
+                     fixes=_WORKER["fixes"])  # type: ignore[arg-type]
 
 
 def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] = None, jobs: int = 1,
-        cache: Optional[Cache] = None, progress: Optional[Callable[[int, int], None]] = None) -> RunResult:
+        cache: Optional[Cache] = None, progress: Optional[Callable[[int, int], None]] = None,
+        fixes: bool = True) -> RunResult:
     """Lint ``paths`` (or one stdin buffer given as (name, text)); the whole pipeline.
 
     ``jobs`` > 1 lints files in that many processes; the result does not depend on it."""
@@ -377,14 +380,14 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
     try:
         if stdin is not None:
             files = [stdin[0]]
-            take(lint_path(stdin[0], config, enabled, stdin[1]))
+            take(lint_path(stdin[0], config, enabled, stdin[1], fixes=fixes))
         else:
             files = list(discover(paths, config))
             if jobs > 1 and len(files) >= 4 * jobs:
-                _run_parallel(files, config, enabled, cache, jobs, take)
+                _run_parallel(files, config, enabled, cache, jobs, take, fixes)
             else:
                 for path in files:
-                    take(lint_path(path, config, enabled, None, cache))
+                    take(lint_path(path, config, enabled, None, cache, fixes=fixes))
     finally:
         sys.setrecursionlimit(old_limit)
     diagnostics = resolve(all_facts)
@@ -395,23 +398,23 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
 
 
 def _run_parallel(files: List[str], config: Config, enabled: FrozenSet[str], cache: Optional[Cache], jobs: int,
-                  take: Callable[[Tuple[FileFacts, int, bool]], None]) -> None:
+                  take: Callable[[Tuple[FileFacts, int, bool]], None], fixes: bool) -> None:
     import multiprocessing
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     chunk = max(1, min(32, len(files) // (jobs * 8)))
-    with context.Pool(jobs, initializer=_init_worker, initargs=(config, enabled, cache)) as pool:
+    with context.Pool(jobs, initializer=_init_worker, initargs=(config, enabled, cache, fixes)) as pool:
         for outcome in pool.imap(_lint_in_worker, files, chunksize=chunk):  # keeps discovery order
             take(outcome)
 
 
-def lint_text(path: str, text: str, config: Config, noqa: bool = True) -> List[Diagnostic]:
+def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bool = True) -> List[Diagnostic]:
     """Findings for one file on its own (helpers in other files are not followed).
 
     For integrations that hand over one file at a time: the flake8 plugin (``noqa=False``:
     flake8 applies ``# noqa`` itself), editors."""
     enabled = config.enabled_codes(DEFAULTS)
-    facts, _, _ = lint_path(path, config, enabled, text, noqa=noqa)
+    facts, _, _ = lint_path(path, config, enabled, text, noqa=noqa, fixes=fixes)
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
     return select(resolve([facts]), config, enabled | always)

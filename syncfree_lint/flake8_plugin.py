@@ -149,4 +149,4 @@ class Plugin:
 def _lint(engine: Any, filename: str, text: str, config: Any) -> list:
     """``engine.lint_text`` with the linter's own ``# noqa`` handling off: flake8 applies it
     (and ``--disable-noqa``) itself."""
-    return engine.lint_text(filename, text, config, noqa=False)
+    return engine.lint_text(filename, text, config, noqa=False, fixes=False)

@@ -838,7 +838,9 @@ class ModuleAnalysis:
         edits = tuple(_edit_for(part, finder, self.newline) for part in parts)
         return Fix(plan.title, plan.applicability, edits)
 
-    def facts(self, report_guarded: bool, noqa: "NoqaFilter") -> FileFacts:
+    def facts(self, report_guarded: bool, noqa: "NoqaFilter", fixes: bool = True) -> FileFacts:
+        """``fixes=False`` skips building fix edits (they need exact positions, which cost a
+        code generation pass): plain reports do not show them."""
         """Positions, owners and the call graph of this file, ready for the whole run."""
         facts = FileFacts(self.path, self.module_name, self.root)
         function_id = lambda qual: f"{self.path}::{qual}"  # noqa: E731
@@ -870,7 +872,7 @@ class ModuleAnalysis:
             if noqa.suppressed(finder.line_text(line), finding.code):
                 continue
             diagnostic = Diagnostic(
-                self.path, line, col, finding.code, finding.message, self._fix(finding, finder),
+                self.path, line, col, finding.code, finding.message, self._fix(finding, finder) if fixes else None,
                 end_line, end_col, guarded,
             )
             if owner == STEP:
