@@ -105,6 +105,18 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
     return None
 
 
+def _finish_threads() -> None:
+    """Let parse threads end before the interpreter does (see engine.join_threads)."""
+    import threading
+
+    from syncfree_lint.engine import join_threads
+
+    try:
+        join_threads(*(t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon))
+    except KeyboardInterrupt:
+        pass
+
+
 class _Progress:
     """``[done/total] files`` on a terminal's stderr, only once a run takes more than a second."""
 
@@ -186,6 +198,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         result = run(paths, config, stdin=stdin, jobs=jobs, cache=cache, progress=progress, fixes=want_fixes)
     except KeyboardInterrupt:
+        _finish_threads()
         sys.stderr.write("syncfree-lint: interrupted\n")
         return 130
     finally:
@@ -202,6 +215,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             out.write(format_statistics(result.diagnostics))
         out.flush()
     except KeyboardInterrupt:
+        _finish_threads()
         sys.stderr.write("syncfree-lint: interrupted (files already fixed are complete; the others are untouched)\n")
         return 130
     except BrokenPipeError:  # `syncfree-lint ... | head`: the reader left; say nothing more

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 import os
+import queue
 import re
+import signal
 import stat
 import threading
 import sys
@@ -77,38 +79,86 @@ def _rule_instances(enabled: FrozenSet[str]):
     return rules
 
 
+_BLOCKABLE = (
+    {signal.SIGINT, signal.SIGTERM} if hasattr(signal, "pthread_sigmask") and hasattr(signal, "SIGTERM") else set()
+)
 _STACK_BYTES = 512 * 1024 * 1024  # virtual; pages are only touched by deep files
+
+
+def join_threads(*threads: threading.Thread) -> None:
+    """Wait for ``threads`` even through Ctrl-C, then re-raise it."""
+    interrupted: Optional[BaseException] = None
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+    if interrupted is not None:
+        raise interrupted
+
+
+class _ParseThread:
+    """One long-lived thread with a large stack that runs every parse of this process.
+
+    libcst's native parser recurses on the C stack of the thread that calls it and overflows
+    8 MiB (a segfault) on very long ``and``/``or`` chains that Python accepts. The thread lives
+    as long as the process (a daemon, idle in a queue between files), so no native thread is
+    ever tearing down while the interpreter exits; signals are blocked in it."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.requests: "queue.SimpleQueue" = queue.SimpleQueue()
+        previous = threading.stack_size()
+        try:
+            threading.stack_size(_STACK_BYTES)
+            self.thread = threading.Thread(target=self._serve, name="syncfree-lint-parse", daemon=True)
+            self.thread.start()
+        finally:
+            threading.stack_size(previous)
+
+    def _serve(self) -> None:
+        if _BLOCKABLE:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKABLE)
+        while True:
+            function, args, reply = self.requests.get()
+            try:
+                reply.put((True, function(*args)))
+            except BaseException as exc:  # handed back to the caller's thread
+                reply.put((False, exc))
+
+    def call(self, function: Callable[..., FileFacts], *args: object) -> FileFacts:
+        reply: "queue.SimpleQueue" = queue.SimpleQueue()
+        self.requests.put((function, args, reply))
+        interrupted: Optional[BaseException] = None
+        while True:
+            try:
+                ok, value = reply.get()
+                break
+            except KeyboardInterrupt as exc:  # let the parse finish, then stop
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+        if ok:
+            return value
+        raise value
+
+
+_PARSER: Optional[_ParseThread] = None
 
 
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
                 fixes: bool = True) -> FileFacts:
     """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts).
 
-    Runs on a thread with a large stack: libcst's native parser recurses on the C stack and
-    overflows it (killing the process) on very long ``and``/``or`` chains that Python accepts."""
-    outcome: List[object] = []
-
-    def work() -> None:
+    Runs on the process's parse thread (see ``_ParseThread``)."""
+    global _PARSER
+    if _PARSER is None or _PARSER.pid != os.getpid():  # a forked worker needs its own
         try:
-            outcome.append(_lint_source(path, source, config, enabled, noqa, fixes))
-        except BaseException as exc:  # re-raised on the caller's thread
-            outcome.append(exc)
-
-    previous = threading.stack_size()
-    try:
-        threading.stack_size(_STACK_BYTES)
-        worker = threading.Thread(target=work, name="syncfree-lint-parse")
-        worker.start()
-    except (RuntimeError, ValueError, MemoryError):  # platforms that refuse big stacks
-        threading.stack_size(previous)
-        return _lint_source(path, source, config, enabled, noqa, fixes)
-    finally:
-        threading.stack_size(previous)
-    worker.join()
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result  # type: ignore[return-value]
+            _PARSER = _ParseThread()
+        except (RuntimeError, ValueError, MemoryError):  # platforms that refuse big stacks
+            return _lint_source(path, source, config, enabled, noqa, fixes)
+    return _PARSER.call(_lint_source, path, source, config, enabled, noqa, fixes)
 
 
 def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool, fixes: bool) -> FileFacts:
