@@ -295,6 +295,9 @@ def main(argv=None):
                          "(or in --findings) are resolved against; default: current directory")
     ap.add_argument("--save-output", metavar="FILE", help="write the linter's stdout here")
     ap.add_argument("--json", metavar="FILE", help="write a JSON summary here")
+    ap.add_argument("--alone", action="store_true",
+                    help="lint each labelled file on its own (one linter run per file, as flake8, "
+                         "pre-commit and editors hand files over) instead of each repo whole")
     args = ap.parse_args(argv)
 
     root = args.root
@@ -328,8 +331,19 @@ def main(argv=None):
         print("linter:  (saved output) %s" % args.findings)
     else:
         paths = [os.path.join(os.path.abspath(root), n) for n in present]
+        if args.alone:
+            paths = sorted({os.path.join(os.path.abspath(root), l.path) for l in labels
+                            if l.repo in present and l.lintable})
         try:
-            argv_run, rc, stdout, stderr, elapsed = run_linter(args.linter_cmd, paths, extra, cwd)
+            if args.alone:
+                runs = [run_linter(args.linter_cmd, [p], extra, cwd) for p in paths]
+                argv_run = runs[0][0] if runs else shlex.split(args.linter_cmd)
+                rc = max((r[1] for r in runs), default=0)
+                stdout = "".join(r[2] for r in runs)
+                stderr = "".join(r[3] for r in runs)
+                elapsed = sum(r[4] for r in runs)
+            else:
+                argv_run, rc, stdout, stderr, elapsed = run_linter(args.linter_cmd, paths, extra, cwd)
         except OSError as exc:
             print("ERROR: cannot start linter %r: %s" % (args.linter_cmd, exc), file=sys.stderr)
             return 2

@@ -12,6 +12,8 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - 3.9/3.10
     tomllib = None  # type: ignore[assignment]
 
+from syncfree_lint.knowledge.frequency import LOGGING_FLAG_WORDS, OPT_IN_FLAG_WORDS
+
 SECTION = "syncfree-lint"
 
 DEFAULT_EXCLUDE: Tuple[str, ...] = (
@@ -40,12 +42,22 @@ class Config:
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     exclude: Tuple[str, ...] = ()
     step_functions: Tuple[str, ...] = ()
+    logging_guards: Tuple[str, ...] = ()  # flag-name words whose branch only logs, added to the defaults
+    opt_in_flags: Tuple[str, ...] = ()  # flag-name words whose branch is off unless asked for
     report_guarded: bool = False
     root: str = "."  # folder the config was found in; per-file-ignores and exclude are relative to it
 
     @property
     def all_step_functions(self) -> FrozenSet[str]:
         return frozenset(DEFAULT_STEP_FUNCTIONS + self.step_functions)
+
+    @property
+    def all_logging_words(self) -> Tuple[str, ...]:
+        return LOGGING_FLAG_WORDS + self.logging_guards
+
+    @property
+    def all_opt_in_words(self) -> Tuple[str, ...]:
+        return OPT_IN_FLAG_WORDS + self.opt_in_flags
 
     def enabled_codes(self, known: Mapping[str, bool]) -> FrozenSet[str]:
         """Resolve select / extend-select / ignore against ``known`` (code -> on by default).
@@ -94,6 +106,11 @@ class Config:
         return False
 
 
+def _words(values: Sequence[str]) -> Tuple[str, ...]:
+    """Flag words are matched against ``_``-separated name parts in lower case."""
+    return tuple(value.lower().strip("_") for value in values if value.strip("_"))
+
+
 def _specificity(code: str, prefixes: Iterable[str]) -> Optional[int]:
     best = None
     for prefix in prefixes:
@@ -125,6 +142,8 @@ _KEYS = {
     "per-file-ignores": "table",
     "exclude": "strings",
     "step-functions": "strings",
+    "logging-guards": "strings",
+    "opt-in-flags": "strings",
     "report-guarded": "bool",
 }
 
@@ -185,6 +204,8 @@ def config_from_table(table: Mapping[str, object], where: str, root: str, known:
         per_file_ignores=pfi,
         exclude=tuple(values.get("exclude", [])),  # type: ignore[arg-type]
         step_functions=tuple(values.get("step-functions", [])),  # type: ignore[arg-type]
+        logging_guards=_words(values.get("logging-guards", [])),  # type: ignore[arg-type]
+        opt_in_flags=_words(values.get("opt-in-flags", [])),  # type: ignore[arg-type]
         report_guarded=bool(values.get("report-guarded", False)),
         root=root,
     )

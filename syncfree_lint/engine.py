@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import os
 import queue
-import re
 import signal
 import stat
 import threading
@@ -19,6 +18,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 
 import libcst as cst
 
+from syncfree_lint.analysis.device import may_use_accelerator
 from syncfree_lint.analysis.module import FileFacts, ModuleAnalysis, NoqaFilter
 from syncfree_lint.analysis.scope import STEP, CallGraph
 from syncfree_lint.cache import Cache
@@ -35,7 +35,6 @@ _EVIDENCE = (
     ".cpu(", ".numpy(", ".tolist(", "synchronize", "nonzero", "all_reduce", "lightning",
     "accelerat", "fabric", "masked_select", ".unique(", "bincount",
 )
-_ACCELERATOR_WORDS = re.compile(r"cuda|device|accelerat|lightning|fabric|\bmps\b|xla|distributed|gpu|xpu|hpu|\.to\(")
 
 
 @dataclass
@@ -196,7 +195,8 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     analysis = ModuleAnalysis(
         path, source, module, _rule_instances(enabled), config.all_step_functions,
         tree=tree, module_name=module_name, is_package=is_package, root=root,
-        uses_accelerator=bool(_ACCELERATOR_WORDS.search(source)),
+        uses_accelerator=may_use_accelerator(source, tree),
+        logging_words=config.all_logging_words, opt_in_words=config.all_opt_in_words,
     )
     try:
         analysis.run()
@@ -335,8 +335,11 @@ def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
     """Join the run: emit helper findings reached from a step in any file."""
     index: Dict[str, List[Tuple[str, str]]] = {}
     for facts in all_facts:
+        prefixes = namespace_prefixes(facts.root)
         for dotted_name, function_id in facts.functions.items():
             index.setdefault(dotted_name, []).append((facts.root, function_id))
+            for prefix in prefixes:  # ``from util.misc import f`` where util/ has no __init__.py
+                index.setdefault(f"{prefix}.{dotted_name}", []).append((facts.root, function_id))
     graph = CallGraph()
     for facts in all_facts:
         for source, ref, guarded in facts.edges:
@@ -356,6 +359,13 @@ def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
             elif function_id in reached:
                 out.extend(_as_guarded(d) for d in diagnostics)
     return out
+
+
+def namespace_prefixes(root: str, depth: int = 2) -> List[str]:
+    """Dotted names a module may also be imported under when its folder is a namespace package
+    (no ``__init__.py``): ``/repo/util`` gives ``util`` and ``repo.util``."""
+    parts = [part for part in os.path.abspath(root).split(os.sep) if part]
+    return [".".join(parts[-k:]) for k in range(1, min(depth, len(parts)) + 1)]
 
 
 def _as_guarded(diagnostic: Diagnostic) -> Diagnostic:

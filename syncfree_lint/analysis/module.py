@@ -18,11 +18,12 @@ from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.metrics import MetricSite, metric_class
 from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import (
-    STEP, ClassFrame, FunctionFrame, LoopFrame, Placement, has_modulo, is_early_exit, is_host_branch,
-    is_logging_flag,
-    is_step_marker, mentions_loader,
+    STEP, ClassFrame, FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_early_exit,
+    is_equality_guard, is_flag_guard, is_host_branch, is_negated_flag, is_opt_in_call, is_step_marker,
+    mentions_loader,
 )
 from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
+from syncfree_lint.knowledge import frequency as facts
 from syncfree_lint.fixes.plan import Replace
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,10 +38,6 @@ _SKIP_FIELDS = frozenset({
     "attr", "keyword",  # names that are not reads of a variable
 })
 _FIELD_CACHE: Dict[type, Tuple[str, ...]] = {}
-# base classes named like these are nn.Modules in practice (FairseqCriterion, BaseModel, ...)
-_MODULE_BASE_SUFFIXES = ("Module", "LightningModule", "Criterion", "Loss", "Model", "Net", "Network", "Layer", "Head")
-_BATCH_PARAMS = ("batch", "sample", "samples", "inputs")
-_BATCH_PARAM_EXCLUDE = ("batch_idx", "batch_size", "batch_nb", "batch_index", "batch_num", "sample_size", "samples_per_gpu")
 
 
 _NODE_TYPES: Dict[type, bool] = {}
@@ -112,6 +109,8 @@ class ModuleAnalysis:
         is_package: bool = False,
         root: str = "",
         uses_accelerator: bool = True,
+        logging_words: Sequence[str] = facts.LOGGING_FLAG_WORDS,
+        opt_in_words: Sequence[str] = facts.OPT_IN_FLAG_WORDS,
     ) -> None:
         self.path = path
         self.source = source
@@ -120,6 +119,8 @@ class ModuleAnalysis:
         self.module_name = module_name
         self.root = root
         self.uses_accelerator = uses_accelerator
+        self.logging_words = tuple(logging_words)
+        self.opt_in_words = tuple(opt_in_words)
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")
         self.imports = ImportMap(module_name, is_package)
@@ -481,7 +482,7 @@ class ModuleAnalysis:
         self.statement = node
         self._rules(node)
         self._visit(node.test)
-        guard = has_modulo(node.test) or is_logging_flag(node.test) or is_host_branch(node.test)
+        guard = self._is_guard(node)
         if guard:
             self.guard_depth += 1
         env = self._envs[-1]
@@ -506,12 +507,32 @@ class ModuleAnalysis:
         if exit_kind == "continue" and guard and self.loops:
             self.loops[-1].rest_guarded = True
         elif exit_kind == "return" and self.function is not None and not self.loops:
-            top = self.function.statements_seen <= 2
-            negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
-            if guard or (top and negated):
+            # ``if not should_log: return`` anywhere in the function guards what follows it
+            if guard or (is_negated_flag(node.test) and self.kind(node.test.expression) not in T.DEVICE_TENSORS):  # type: ignore[attr-defined]
                 self.function.rest_guarded = True
         if self.function is not None:
             self.function.statements_seen += 1
+
+    def _is_guard(self, node: cst.If) -> bool:
+        """Does this ``if`` lower the frequency of its body below once per step?
+
+        Interval guards (``step % k == 0``) unless the body steps the optimizer (gradient
+        accumulation: that body runs once per optimizer step), equality with a counter (once),
+        logging and opt-in flags, opt-in calls, and host-only device branches."""
+        test = node.test
+        if has_modulo(test):
+            return not contains_step_marker(node.body, self.qualname)
+        return (
+            is_flag_guard(test, self.logging_words, self.opt_in_words)
+            or is_opt_in_call(test, self.qualname)
+            or is_equality_guard(test, self._is_host_number)
+            or is_host_branch(test)
+        )
+
+    def _is_host_number(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return self.kind(expr) == T.NUMBER
+        return False
 
     def _for(self, node: cst.For) -> None:
         self.statement = node
@@ -519,13 +540,13 @@ class ModuleAnalysis:
         self._visit(node.iter)
         over_loader = mentions_loader(node.iter) or self.kind(node.iter) == T.LOADER
         self._bind_loop_target(node.target, node.iter, over_loader)
-        loop = LoopFrame(over_loader and self.uses_accelerator)
+        loop = LoopFrame(over_loader and self.uses_accelerator, self.function)
         self.loops.append(loop)
         iter_ref = self._iterated_function(node.iter)
         if iter_ref is not None:
             self.calls.append(CallSite(self.placement(), iter_ref))
         self._suite(node.body)
-        self.loops.pop()
+        self._close_loop()
         if node.orelse is not None:
             self._suite(node.orelse.body)
 
@@ -542,19 +563,34 @@ class ModuleAnalysis:
         return None
 
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool) -> None:
-        if over_loader:
-            is_enumerate = (
-                isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)
-                and iterable.func.value == "enumerate"
-            )
-            if is_enumerate and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        """Kinds of a loop's names: ``enumerate`` and ``range`` give host ints, a mapping's keys
+        are host values (``for k, v in batch.items()``), a loader gives batches."""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            called = iterable.func.value
+            if called == "enumerate" and iterable.args and isinstance(target, cst.Tuple) and len(target.elements) == 2:
                 self._bind_target(target.elements[0].value, T.NUMBER)
-                self._bind_batch(target.elements[1].value)
+                self._bind_loop_target(target.elements[1].value, iterable.args[0].value, over_loader)
+                return
+            if called == "range":
+                self._bind_target(target, T.NUMBER)
+                return
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+                and iterable.func.attr.value in ("items", "keys") and not iterable.args:
+            mapping = self.kind(iterable.func.value)
+            if iterable.func.attr.value == "keys":
+                self._bind_target(target, T.OTHER)
+            elif isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                self._bind_target(target.elements[0].value, T.OTHER)
+                value = target.elements[1].value
+                if mapping == T.BATCH:
+                    self._bind_batch(value)
+                else:
+                    self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS else None)
             else:
-                self._bind_batch(target)
+                self._bind_target(target, None)
             return
-        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
-            self._bind_target(target, T.NUMBER)
+        if over_loader:
+            self._bind_batch(target)
             return
         kind = self.kind(iterable)
         if kind == T.BATCH:
@@ -572,13 +608,18 @@ class ModuleAnalysis:
     def _while(self, node: cst.While) -> None:
         self.statement = node
         self._rules(node)
-        loop = LoopFrame(False)
+        loop = LoopFrame(False, self.function)
         self.loops.append(loop)
         self._visit(node.test)
         self._suite(node.body)
-        self.loops.pop()
+        self._close_loop()
         if node.orelse is not None:
             self._suite(node.orelse.body)
+
+    def _close_loop(self) -> None:
+        loop = self.loops.pop()
+        if loop.is_step and loop.function is not None:
+            loop.function.has_step_loop = True
 
     def _compound(self, node: cst.CSTNode) -> None:
         """With / Try / Match: visit the header in the statement, then the suites."""
@@ -627,7 +668,7 @@ class ModuleAnalysis:
             pname = param.name.value
             if pname == "self" and self.class_frame is not None:
                 env[pname] = T.MODULE if self.class_frame.is_module else None
-            elif pname == "batch" or (is_step and pname.startswith(_BATCH_PARAMS) and pname not in _BATCH_PARAM_EXCLUDE):
+            elif pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE):
                 env[pname] = T.BATCH
             else:
                 env[pname] = None
@@ -640,6 +681,8 @@ class ModuleAnalysis:
         self._envs.pop()
         self._kinds.clear()
         self.function, self.loops, self.guard_depth = saved
+        if frame.has_step_loop:  # an epoch function: its own markers run once per call
+            self._marker_functions.discard(qualname)
         kinds = set(frame.returns)
         if len(kinds) == 1:
             self.returns[qualname] = kinds.pop()
@@ -669,7 +712,7 @@ class ModuleAnalysis:
             qual = self.imports.qualname(base.value) or ""
             bases.append(qual)
             last = qual.rsplit(".", 1)[-1]
-            if qual.startswith("torch.nn.") or last.endswith(_MODULE_BASE_SUFFIXES) or (
+            if qual.startswith("torch.nn.") or last.endswith(facts.MODULE_BASE_SUFFIXES) or (
                 qual in self.classes and self.classes[qual].is_module
             ):
                 is_module = True
@@ -776,13 +819,21 @@ class ModuleAnalysis:
 
     # ------------------------------------------------------------------ settling
     def _settle_loops(self) -> None:
-        """A loop that calls a local function which itself steps is a step loop too."""
-        for loop, ref in self._loop_calls:
-            if loop.is_step:
-                continue
-            for target in self.resolve_local(ref):
-                if target in self._marker_functions or self.functions[target].is_step:
-                    loop.is_step = self.uses_accelerator
+        """A loop that calls a local function which itself steps is a step loop too; the
+        function holding that loop becomes an epoch function (repeated until nothing changes)."""
+        changed = True
+        while changed:
+            changed = False
+            for loop, ref in self._loop_calls:
+                if loop.is_step or not self.uses_accelerator:
+                    continue
+                for target in self.resolve_local(ref):
+                    if target in self._marker_functions or self.functions[target].is_step:
+                        loop.is_step = changed = True
+                        if loop.function is not None:
+                            loop.function.has_step_loop = True
+                            self._marker_functions.discard(loop.function.qualname)
+                        break
 
     def resolve_local(self, ref: Tuple[str, ...]) -> List[str]:
         """The local qualnames a call may run, when they are defined in this module.

@@ -7,21 +7,19 @@ inside functions stay *conditional* until ``reachable`` has seen the whole call 
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-STEP = "<step>"  # the owner of code that runs once per step by its own position
+from syncfree_lint.knowledge import frequency as facts
 
-_OPTIMIZER_NAME = re.compile(r"(optim|opt$|^opt|optimizer|scaler)", re.IGNORECASE)
-_LOADER_WORDS = ("loader", "data_iter", "dataiter")
+STEP = "<step>"  # the owner of code that runs once per step by its own position
 
 
 class FunctionFrame:
     __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "statements_seen",
-                 "returns", "params")
+                 "returns", "params", "has_step_loop")
 
     def __init__(self, qualname: str, name: str, is_step: bool, class_frame: Optional["ClassFrame"]) -> None:
         self.qualname = qualname
@@ -32,15 +30,16 @@ class FunctionFrame:
         self.statements_seen = 0
         self.returns: List[Optional[str]] = []
         self.params: Set[str] = set()
+        self.has_step_loop = False  # an epoch function: its code outside that loop runs once per call
 
 
 class LoopFrame:
-    __slots__ = ("is_step", "over_loader", "rest_guarded")
+    __slots__ = ("is_step", "rest_guarded", "function")
 
-    def __init__(self, over_loader: bool) -> None:
-        self.over_loader = over_loader
+    def __init__(self, over_loader: bool, function: Optional["FunctionFrame"]) -> None:
         self.is_step = over_loader  # a marker call in its own body makes it one too
         self.rest_guarded = False
+        self.function = function  # the function whose body holds the loop (None: module level)
 
 
 class ClassFrame:
@@ -76,37 +75,55 @@ class Placement:
 def is_step_marker(call: cst.Call, qualname: Optional[str]) -> bool:
     """``.backward(``, ``torch.autograd.backward``, ``<optimizer>.step(``, ``.zero_grad(``."""
     func = call.func
-    if qualname == "torch.autograd.backward":
+    if qualname in facts.STEP_MARKER_FUNCTIONS:
         return True
     if not isinstance(func, cst.Attribute):
         return False
     attr = func.attr.value
-    if attr in ("backward", "zero_grad"):
+    if attr in facts.STEP_MARKER_METHODS:
         return True
     if attr == "step":
         receiver = func.value
         name = receiver.attr.value if isinstance(receiver, cst.Attribute) else getattr(receiver, "value", None)
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
             name = receiver.func.attr.value  # scaler.scale(...).step? rare, accept by name
-        return isinstance(name, str) and bool(_OPTIMIZER_NAME.search(name))
+        return isinstance(name, str) and facts.is_optimizer_name(name)
+    return False
+
+
+def contains_step_marker(node: cst.CSTNode, qualname: "Callable[[cst.BaseExpression], Optional[str]]") -> bool:
+    """True when a statement or suite calls a step marker anywhere inside it (not in nested defs)."""
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and current is not node:
+            continue
+        if isinstance(current, cst.Call):
+            func = current.func
+            qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if is_step_marker(current, qual):
+                return True
+        stack.extend(current.children)
     return False
 
 
 def mentions_loader(expr: cst.BaseExpression) -> bool:
-    """True when an iterable names a data loader (``loader``, ``dataloader``, ``data_iter``)."""
+    """True when an iterable names a data loader (``loader``, ``dataloader``, ``data_iter``).
+
+    ``len(loader)`` and ``range(...)`` are numbers, not the loader's items."""
     stack: List[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Name):
-            low = node.value.lower()
-            if any(word in low for word in _LOADER_WORDS):
+            if facts.is_loader_name(node.value):
                 return True
         elif isinstance(node, cst.Attribute):
-            low = node.attr.value.lower()
-            if any(word in low for word in _LOADER_WORDS):
+            if facts.is_loader_name(node.attr.value):
                 return True
             stack.append(node.value)
         elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value in ("len", "range"):
+                continue
             stack.append(node.func)
             stack.extend(arg.value for arg in node.args)
         elif isinstance(node, (cst.Tuple, cst.List)):
@@ -139,15 +156,35 @@ def has_modulo(expr: cst.BaseExpression) -> bool:
     return False
 
 
-_LOG_FLAG = re.compile(r"(^|_)(track|tracking|report|log|logging|verbose|wandb|tensorboard|debug)($|_)", re.IGNORECASE)
+def _flag_name(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Call):  # ``if self.should_log():`` / ``if is_debug():``
+        return _flag_name(expr.func)
+    return None
 
 
-def is_logging_flag(expr: cst.BaseExpression) -> bool:
-    """``if args.with_tracking:`` / ``if self.report_accuracy and ...``: code that only logs."""
+def is_flag_guard(expr: cst.BaseExpression, logging_words: Sequence[str], opt_in_words: Sequence[str]) -> bool:
+    """``if args.with_tracking:`` (logs only), ``if self.cfg.debug:`` (opt-in): not per step.
+
+    ``a and b`` is guarded when either side is; ``not flag`` is the flag's own branch inverted
+    and is not a guard here (see ``is_negated_flag`` for early exits)."""
     if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return is_logging_flag(expr.left) or is_logging_flag(expr.right)
-    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
-    return isinstance(name, str) and bool(_LOG_FLAG.search(name))
+        return is_flag_guard(expr.left, logging_words, opt_in_words) or is_flag_guard(expr.right, logging_words, opt_in_words)
+    name = _flag_name(expr)
+    if name is None:
+        return False
+    return facts.words_match(name, logging_words) or facts.words_match(name, opt_in_words)
+
+
+def is_negated_flag(expr: cst.BaseExpression) -> bool:
+    """``not should_log`` / ``not self.is_log_step(step)``: the usual form of an early exit."""
+    return (
+        isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not)
+        and _flag_name(expr.expression) is not None
+    )
 
 
 def is_host_branch(expr: cst.BaseExpression) -> bool:
@@ -160,12 +197,21 @@ def is_host_branch(expr: cst.BaseExpression) -> bool:
     mentions_device = any(
         isinstance(side, cst.Attribute) and side.attr.value in ("device", "type", "is_cpu") for side in sides
     )
+    if not mentions_device:  # ``FLAGS.auc_device == "CPU"``
+        mentions_device = any(
+            isinstance(side, (cst.Attribute, cst.Name)) and facts.words_match(dotted_last(side), ("device",))
+            for side in sides
+        )
     says_cpu = any(
-        (isinstance(side, cst.SimpleString) and "cpu" in side.value)
+        (isinstance(side, cst.SimpleString) and "cpu" in side.value.lower())
         or (isinstance(side, cst.Call) and any(isinstance(a.value, cst.SimpleString) and "cpu" in a.value.value for a in side.args))
         for side in sides
     )
     return mentions_device and says_cpu
+
+
+def dotted_last(expr: cst.BaseExpression) -> str:
+    return expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
 
 
 def is_early_exit(node: cst.If) -> Optional[str]:
@@ -219,9 +265,27 @@ class CallGraph:
         return seen
 
 
-def merge_graphs(graphs: Iterable[CallGraph]) -> CallGraph:
-    out = CallGraph()
-    for graph in graphs:
-        for source, targets in graph.edges.items():
-            out.edges.setdefault(source, []).extend(targets)
-    return out
+def is_opt_in_call(expr: cst.BaseExpression, qualname: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
+    """``if torch.onnx.is_in_onnx_export():``: a branch a normal training run never takes."""
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
+        return is_opt_in_call(expr.left, qualname) or is_opt_in_call(expr.right, qualname)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
+        return qualname(expr.func) in facts.OPT_IN_CALLS
+    return False
+
+
+def is_equality_guard(expr: cst.BaseExpression, is_host_number: Callable[[cst.BaseExpression], bool]) -> bool:
+    """``if batch_idx == 0:`` / ``if step == warmup_steps:``: a branch taken once, not per step.
+
+    One ``==`` between host numbers, one side a number literal or a counter; ``a and b`` is
+    guarded when either side is."""
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
+        return is_equality_guard(expr.left, is_host_number) or is_equality_guard(expr.right, is_host_number)
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    if not isinstance(expr.comparisons[0].operator, cst.Equal):
+        return False
+    sides = (expr.left, expr.comparisons[0].comparator)
+    literal = any(isinstance(side, cst.Integer) for side in sides)
+    counters = sum(1 for side in sides if is_host_number(side))
+    return (literal and counters >= 1) or counters == 2

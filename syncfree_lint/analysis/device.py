@@ -1,0 +1,84 @@
+"""Device evidence: may this file's training code run on an accelerator?
+
+Evidence is read from code, never from comments or docstrings:
+
+- accelerator: a device string (``"cuda"``, ``"mps:0"``), an option that enables one
+  (``--cuda``, ``--accel``), ``.cuda()``, ``torch.cuda``, ``torch.accelerator``, or an import of a
+  library that places work on accelerators (accelerate, lightning, deepspeed);
+- CPU: the CPU named as a device (``device = "cpu"``, ``torch.device("cpu")``, ``default="cpu"``).
+
+A file with CPU evidence and no accelerator evidence is CPU-only. A file with neither is CPU-only
+when it is self-contained: it builds its own model (``nn.Linear(...)``, a local ``nn.Module``
+class) and never moves anything (no ``.to(...)``, no ``device``), since PyTorch keeps tensors on
+the CPU unless told otherwise. Any other file may run on an accelerator: library code
+(``train_one_epoch(model, loader, optimizer)``) is handed its model and data by a caller that
+chooses the device.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Set
+
+from syncfree_lint.knowledge import frequency as facts
+
+
+def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
+    """False for a CPU-only file (see the module docstring)."""
+    if tree is None:
+        return True
+    says_cpu = moves = builds_model = False
+    module_classes: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.lower()
+            if text in ("cpu", "cpu:0"):
+                says_cpu = True
+            elif _names_accelerator(text):
+                return True
+        elif isinstance(node, ast.Attribute):
+            if node.attr in facts.ACCELERATOR_ATTRIBUTES:
+                return True  # x.cuda(), torch.cuda.synchronize(), torch.accelerator
+            if node.attr in ("to", "device"):
+                moves = True
+        elif isinstance(node, (ast.Name, ast.arg)):
+            if (node.id if isinstance(node, ast.Name) else node.arg) == "device":
+                moves = True
+        elif isinstance(node, ast.keyword) and node.arg == "device":
+            moves = True
+        elif isinstance(node, ast.Import):
+            if any(_accelerator_module(alias.name) for alias in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom) and node.module and _accelerator_module(node.module):
+            return True
+        elif isinstance(node, ast.ClassDef):
+            if any(_base_name(base).endswith("Module") for base in node.bases):
+                module_classes.add(node.name)
+        elif isinstance(node, ast.Call):
+            name = _base_name(node.func)
+            if name.startswith(("nn.", "torch.nn.")) or name in module_classes:
+                builds_model = True
+    if says_cpu:
+        return False
+    return moves or not builds_model
+
+
+def _names_accelerator(text: str) -> bool:
+    """``"cuda"``, ``"cuda:1"``, ``"--cuda"``, ``"--use-gpu"``; not prose."""
+    if text.startswith("-"):
+        words = text.lstrip("-").replace("-", "_").split("_")
+        return any(word in facts.ACCELERATOR_OPTION_WORDS for word in words)
+    return text.split(":", 1)[0] in facts.ACCELERATOR_DEVICES
+
+
+def _base_name(expr: ast.AST) -> str:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _accelerator_module(name: str) -> bool:
+    return any(name == module or name.startswith(module + ".") for module in facts.ACCELERATOR_MODULES)

@@ -1,0 +1,80 @@
+"""Facts that decide how often code runs: step markers, loaders, guards, opt-in flags.
+
+Everything here is matched against names (identifiers, attribute names), never against free text
+or comments. ``words_match`` is the one matcher: a word matches a whole ``_``-separated part of a
+name (``log`` matches ``should_log`` and ``log_every`` but not ``logits``).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+#: methods whose call in a loop body makes the loop a step loop (the optimizer's ``step`` is
+#: recognised by its receiver, see OPTIMIZER_WORDS)
+STEP_MARKER_METHODS = frozenset({"backward", "zero_grad"})
+#: functions that are step markers by their qualified name
+STEP_MARKER_FUNCTIONS = frozenset({"torch.autograd.backward"})
+#: parts of a receiver name that make ``<receiver>.step()`` an optimizer step
+OPTIMIZER_WORDS = ("optim", "optimizer", "optimizers", "opt", "scaler", "optimiser")
+#: parts of a name that make an iterable a data loader
+LOADER_WORDS = ("loader", "dataloader", "data_iter", "dataiter", "loaders")
+
+#: parts of a flag's name that say the branch only logs (``if args.with_tracking:``)
+LOGGING_FLAG_WORDS = (
+    "track", "tracking", "report", "log", "logging", "verbose", "wandb", "tensorboard", "print",
+)
+#: parts of a flag's name that say the branch is off unless asked for (``if args.synchronize_step:``)
+OPT_IN_FLAG_WORDS = (
+    "debug", "synchronize", "profile", "profiling", "profiler", "benchmark", "anomaly", "trace",
+    "tracing", "timing", "sanity", "dry",
+)
+#: calls that are false in a normal eager training run
+OPT_IN_CALLS = frozenset({
+    "torch.onnx.is_in_onnx_export", "torch.jit.is_tracing", "torch.jit.is_scripting",
+    "torch._C._get_tracing_state", "torch.compiler.is_exporting",
+})
+
+#: base-class name endings that are nn.Modules in practice (FairseqCriterion, BaseModel, ...)
+MODULE_BASE_SUFFIXES = ("Module", "LightningModule", "Criterion", "Loss", "Model", "Net", "Network", "Layer", "Head")
+#: parameters of a step function that hold the batch
+BATCH_PARAMS = ("batch", "sample", "samples", "inputs")
+BATCH_PARAM_EXCLUDE = frozenset({
+    "batch_idx", "batch_size", "batch_nb", "batch_index", "batch_num", "sample_size", "samples_per_gpu",
+})
+
+#: device strings that name an accelerator
+ACCELERATOR_DEVICES = ("cuda", "mps", "xla", "xpu", "npu", "hpu", "gpu", "tpu")
+#: attributes that reach an accelerator (``x.cuda()``, ``torch.cuda``, ``torch.accelerator``)
+ACCELERATOR_ATTRIBUTES = frozenset(ACCELERATOR_DEVICES + ("accelerator", "current_accelerator"))
+#: option names that switch an accelerator on (``--cuda``, ``--accel``, ``--use-gpu``)
+ACCELERATOR_OPTION_WORDS = frozenset(ACCELERATOR_DEVICES + ("accel", "accelerator", "gpus"))
+#: modules whose import means the run uses an accelerator
+ACCELERATOR_MODULES = ("accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "deepspeed", "apex", "torch.cuda")
+
+
+def name_parts(name: str) -> tuple:
+    """``self.args.should_log`` -> (``self``, ``args``, ``should``, ``log``), lower case."""
+    parts = []
+    for dotted in name.lower().split("."):
+        parts.extend(p for p in dotted.split("_") if p)
+    return tuple(parts)
+
+
+def words_match(name: str, words: Iterable[str]) -> bool:
+    """True when a word is a whole ``_``-separated part of the name's last component, or a
+    run of parts (``data_iter`` matches ``train_data_iter``)."""
+    last = name.rsplit(".", 1)[-1].lower()
+    parts = [p for p in last.split("_") if p]
+    joined = "_" + "_".join(parts) + "_"
+    return any(("_" + word + "_") in joined for word in words)
+
+
+def is_optimizer_name(name: str) -> bool:
+    """``optimizer``, ``self.opt``, ``optimizer_g``, ``scaler``, ``d_optim``."""
+    return words_match(name, OPTIMIZER_WORDS) or name.rsplit(".", 1)[-1].lower().startswith("optim")
+
+
+def is_loader_name(name: str) -> bool:
+    """``train_loader``, ``self.val_dataloader``, ``data_iter``; a substring match, as loaders
+    are named ``trainloader`` or ``dataloader_train`` just as often."""
+    last = name.rsplit(".", 1)[-1].lower()
+    return any(word in last for word in LOADER_WORDS)
