@@ -11,7 +11,7 @@ from syncfree_lint.config import ConfigError, load_config, validate_codes, with_
 from syncfree_lint.engine import run
 from syncfree_lint.cache import CACHE_DIR, Cache
 from syncfree_lint.output.formats import FORMATS
-from syncfree_lint.output.text import format_statistics
+from syncfree_lint.output.text import format_statistics, format_text
 from syncfree_lint.rules import ALL_RULES, BY_CODE, DEFAULTS
 
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--list-rules", action="store_true", help="list every rule and exit")
     parser.add_argument("--explain", metavar="CODE", help="print the documentation of a rule and exit")
     parser.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it under NAME")
+    parser.add_argument("--show-reach", action="store_true", help="under each finding, print the chain that makes it run per step (step loop -> calls)")
     parser.add_argument("--report-guarded", action="store_true", default=None, help="also report code under a logging-interval guard")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply fixes that may change behaviour")
@@ -210,7 +211,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if status is not None:
                 return status
             result = run(paths, config, jobs=jobs, cache=cache, fixes=want_fixes)
-        out.write(FORMATS[args.output_format](result.diagnostics))
+        if args.show_reach and args.output_format == "text":
+            out.write(format_text(result.diagnostics, show_reach=True))
+        else:
+            out.write(FORMATS[args.output_format](result.diagnostics))
         if args.statistics:
             out.write(format_statistics(result.diagnostics))
         out.flush()

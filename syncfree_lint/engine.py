@@ -13,7 +13,7 @@ import signal
 import stat
 import threading
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -342,12 +342,12 @@ def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
                 index.setdefault(f"{prefix}.{dotted_name}", []).append((facts.root, function_id))
     graph = CallGraph()
     for facts in all_facts:
-        for source, ref, guarded in facts.edges:
+        for source, ref, guarded, hops in facts.edges:
             if ref[0] == "id":
-                graph.add(source, ref[1], guarded)
+                graph.add(source, ref[1], guarded, hops)
             else:
                 for target in _lookup(index, ref[1], ref[2]):
-                    graph.add(source, target, guarded)
+                    graph.add(source, target, guarded, hops)
     unguarded, reached = graph.reachable()
     out: List[Diagnostic] = []
     for facts in all_facts:
@@ -355,9 +355,9 @@ def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
         out.extend(facts.definite)
         for function_id, diagnostics in facts.conditional.items():
             if function_id in unguarded:
-                out.extend(diagnostics)
+                out.extend(replace(d, reach=unguarded[function_id]) for d in diagnostics)
             elif function_id in reached:
-                out.extend(_as_guarded(d) for d in diagnostics)
+                out.extend(replace(d, guarded=True, reach=reached[function_id]) for d in diagnostics)
     return out
 
 
@@ -366,12 +366,6 @@ def namespace_prefixes(root: str, depth: int = 2) -> List[str]:
     (no ``__init__.py``): ``/repo/util`` gives ``util`` and ``repo.util``."""
     parts = [part for part in os.path.abspath(root).split(os.sep) if part]
     return [".".join(parts[-k:]) for k in range(1, min(depth, len(parts)) + 1)]
-
-
-def _as_guarded(diagnostic: Diagnostic) -> Diagnostic:
-    from dataclasses import replace
-
-    return replace(diagnostic, guarded=True)
 
 
 def _lookup(index: Dict[str, List[Tuple[str, str]]], name: str, importer_root: str) -> List[str]:

@@ -78,6 +78,7 @@ class Finding:
 class CallSite:
     placement: Placement
     ref: Tuple[str, ...]  # ("name", n) | ("self", class_qualname, method) | ("dotted", qualified)
+    statement: Optional[cst.CSTNode] = None
 
 
 @dataclass
@@ -89,7 +90,7 @@ class FileFacts:
     root: str
     definite: List[Diagnostic] = field(default_factory=list)
     conditional: Dict[str, List[Diagnostic]] = field(default_factory=dict)  # function id -> findings
-    edges: List[Tuple[str, Tuple[str, ...], bool]] = field(default_factory=list)  # source, target ref, guarded
+    edges: List[Tuple[str, Tuple[str, ...], bool, Tuple[Tuple[str, str], ...]]] = field(default_factory=list)  # source, target ref, guarded, hops
     functions: Dict[str, str] = field(default_factory=dict)  # dotted name -> function id
     errors: List[Diagnostic] = field(default_factory=list)
 
@@ -540,11 +541,11 @@ class ModuleAnalysis:
         self._visit(node.iter)
         over_loader = mentions_loader(node.iter) or self.kind(node.iter) == T.LOADER
         self._bind_loop_target(node.target, node.iter, over_loader)
-        loop = LoopFrame(over_loader and self.uses_accelerator, self.function)
+        loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node)
         self.loops.append(loop)
         iter_ref = self._iterated_function(node.iter)
         if iter_ref is not None:
-            self.calls.append(CallSite(self.placement(), iter_ref))
+            self.calls.append(CallSite(self.placement(), iter_ref, node))
         self._suite(node.body)
         self._close_loop()
         if node.orelse is not None:
@@ -608,7 +609,7 @@ class ModuleAnalysis:
     def _while(self, node: cst.While) -> None:
         self.statement = node
         self._rules(node)
-        loop = LoopFrame(False, self.function)
+        loop = LoopFrame(False, self.function, node)
         self.loops.append(loop)
         self._visit(node.test)
         self._suite(node.body)
@@ -657,7 +658,7 @@ class ModuleAnalysis:
         is_step = (name in self.step_functions or (
             name == "forward" and self.class_frame is not None and self.class_frame.is_module
         )) and self.uses_accelerator
-        frame = FunctionFrame(qualname, name, is_step, self.class_frame)
+        frame = FunctionFrame(qualname, name, is_step, self.class_frame, node)
         self.functions[qualname] = frame
         saved = (self.function, self.loops, self.guard_depth)
         self.function, self.loops, self.guard_depth = frame, [], 0
@@ -742,7 +743,7 @@ class ModuleAnalysis:
         self._call_args = node.args
         ref = self._call_ref(func, qual)
         if ref is not None and (self.function is not None or self.loops):
-            site = CallSite(self.placement(), ref)
+            site = CallSite(self.placement(), ref, self.statement)
             self.calls.append(site)
             if self.loops:
                 self._loop_calls.append((self.loops[-1], ref))
@@ -889,6 +890,24 @@ class ModuleAnalysis:
         edits = tuple(_edit_for(part, finder, self.newline) for part in parts)
         return Fix(plan.title, plan.applicability, edits)
 
+    def _origin_hop(self, origin: cst.CSTNode, finder: PositionFinder) -> Tuple[str, str]:
+        line = finder.position(origin, origin)[0]
+        if isinstance(origin, cst.FunctionDef):
+            return (f"{self.path}:{line}", f"step function {origin.name.value}()")
+        return (f"{self.path}:{line}", "step loop")
+
+    def _hops(self, site: CallSite, finder: PositionFinder, from_step: bool) -> Tuple[Tuple[str, str], ...]:
+        """The reach chain's links for one call: the step's origin (when the caller is the step
+        itself), then the call."""
+        hops = []
+        origin = site.placement.step_origin() if from_step else None
+        if origin is not None:
+            hops.append(self._origin_hop(origin, finder))
+        statement = site.statement
+        line = finder.position(statement, statement)[0] if statement is not None else 1
+        hops.append((f"{self.path}:{line}", _callee(site.ref)))
+        return tuple(hops)
+
     def facts(self, report_guarded: bool, noqa: "NoqaFilter", fixes: bool = True) -> FileFacts:
         """``fixes=False`` skips building fix edits (they need exact positions, which cost a
         code generation pass): plain reports do not show them."""
@@ -898,17 +917,21 @@ class ModuleAnalysis:
         for qual in self.functions:
             full = f"{self.module_name}.{qual}" if self.module_name else qual
             facts.functions[full] = function_id(qual)
+        finder = PositionFinder(self.source, self.module, self.tree) if self.calls else None
         for site in self.calls:
             owner = site.placement.owner()
             if owner is None:
                 continue
             source = STEP if owner == STEP else function_id(owner)
             local = self.resolve_local(site.ref)
+            if not local and site.ref[0] != "dotted":
+                continue
+            assert finder is not None
+            hops = self._hops(site, finder, owner == STEP)
             for target in local:
-                facts.edges.append((source, ("id", function_id(target)), site.placement.guarded))
-            if not local and site.ref[0] == "dotted":
-                facts.edges.append((source, ("dotted", site.ref[1], self.root), site.placement.guarded))
-        finder: Optional[PositionFinder] = None
+                facts.edges.append((source, ("id", function_id(target)), site.placement.guarded, hops))
+            if not local:
+                facts.edges.append((source, ("dotted", site.ref[1], self.root), site.placement.guarded, hops))
         for finding in self.findings:
             placement = finding.placement
             owner = STEP if placement is None else placement.owner()
@@ -922,9 +945,11 @@ class ModuleAnalysis:
             line, col, end_line, end_col = finder.position(finding.statement, finding.node)
             if noqa.suppressed(finder.line_text(line), finding.code):
                 continue
+            origin = placement.step_origin() if placement is not None and owner == STEP else None
+            reach = (self._origin_hop(origin, finder),) if origin is not None else ()
             diagnostic = Diagnostic(
                 self.path, line, col, finding.code, finding.message, self._fix(finding, finder) if fixes else None,
-                end_line, end_col, guarded,
+                end_line, end_col, guarded, reach,
             )
             if owner == STEP:
                 facts.definite.append(diagnostic)
@@ -936,6 +961,10 @@ class ModuleAnalysis:
                 f"internal error in rule {code}: {type(exc).__name__}: {exc} (other rules still ran; please report this)",
             ))
         return facts
+
+
+def _callee(ref: Tuple[str, ...]) -> str:
+    return (ref[2] if ref[0] == "self" else ref[1].rsplit(".", 1)[-1]) + "()"
 
 
 def _edit_for(part: Any, finder: PositionFinder, newline: str) -> Edit:

@@ -19,9 +19,11 @@ STEP = "<step>"  # the owner of code that runs once per step by its own position
 
 class FunctionFrame:
     __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "statements_seen",
-                 "returns", "params", "has_step_loop")
+                 "returns", "params", "has_step_loop", "node")
 
-    def __init__(self, qualname: str, name: str, is_step: bool, class_frame: Optional["ClassFrame"]) -> None:
+    def __init__(self, qualname: str, name: str, is_step: bool, class_frame: Optional["ClassFrame"],
+                 node: cst.CSTNode) -> None:
+        self.node = node
         self.qualname = qualname
         self.name = name
         self.is_step = is_step
@@ -34,9 +36,10 @@ class FunctionFrame:
 
 
 class LoopFrame:
-    __slots__ = ("is_step", "rest_guarded", "function")
+    __slots__ = ("is_step", "rest_guarded", "function", "node")
 
-    def __init__(self, over_loader: bool, function: Optional["FunctionFrame"]) -> None:
+    def __init__(self, over_loader: bool, function: Optional["FunctionFrame"], node: cst.CSTNode) -> None:
+        self.node = node  # the loop statement, for the reach chain
         self.is_step = over_loader  # a marker call in its own body makes it one too
         self.rest_guarded = False
         self.function = function  # the function whose body holds the loop (None: module level)
@@ -60,6 +63,16 @@ class Placement:
     loops: Tuple[LoopFrame, ...]
     function: Optional[FunctionFrame]
     guarded: bool
+
+    def step_origin(self) -> Optional[cst.CSTNode]:
+        """The statement that makes this place per step: its innermost step loop, or the step
+        function's ``def``."""
+        for loop in reversed(self.loops):
+            if loop.is_step:
+                return loop.node
+        if self.function is not None and self.function.is_step:
+            return self.function.node
+        return None
 
     def owner(self) -> Optional[str]:
         """STEP, the enclosing function's qualname, or None (module level: runs once)."""
@@ -108,9 +121,8 @@ def contains_step_marker(node: cst.CSTNode, qualname: "Callable[[cst.BaseExpress
 
 
 def mentions_loader(expr: cst.BaseExpression) -> bool:
-    """True when an iterable names a data loader (``loader``, ``dataloader``, ``data_iter``).
-
-    ``len(loader)`` and ``range(...)`` are numbers, not the loader's items."""
+    """True when an iterable names a data loader (``loader``, ``dataloader``, ``data_iter``);
+    ``range(len(loader))`` counts its batches (the loop's names are ints, see ``_bind_loop_target``)."""
     stack: List[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
@@ -122,8 +134,6 @@ def mentions_loader(expr: cst.BaseExpression) -> bool:
                 return True
             stack.append(node.value)
         elif isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Name) and node.func.value in ("len", "range"):
-                continue
             stack.append(node.func)
             stack.extend(arg.value for arg in node.args)
         elif isinstance(node, (cst.Tuple, cst.List)):
@@ -238,31 +248,39 @@ def is_early_exit(node: cst.If) -> Optional[str]:
 
 # ------------------------------------------------------------------ the whole-run call graph
 
+Hop = Tuple[str, str]  # (where: "path:line", what: "step loop" / "helper()")
+
+
 @dataclass
 class CallGraph:
-    """Edges between owners: ``STEP`` or a function id -> function ids, with a guard flag."""
+    """Edges between owners: ``STEP`` or a function id -> function ids, with a guard flag and
+    the hops that explain them (the step's origin and the call's place)."""
 
-    edges: Dict[str, List[Tuple[str, bool]]] = field(default_factory=dict)
+    edges: Dict[str, List[Tuple[str, bool, Tuple[Hop, ...]]]] = field(default_factory=dict)
 
-    def add(self, source: str, target: str, guarded: bool) -> None:
-        self.edges.setdefault(source, []).append((target, guarded))
+    def add(self, source: str, target: str, guarded: bool, hops: Tuple[Hop, ...] = ()) -> None:
+        self.edges.setdefault(source, []).append((target, guarded, hops))
 
-    def reachable(self) -> Tuple[Set[str], Set[str]]:
-        """(reached on an unguarded path, reached at all) from STEP."""
+    def reachable(self) -> Tuple[Dict[str, Tuple[Hop, ...]], Dict[str, Tuple[Hop, ...]]]:
+        """(reached on an unguarded path, reached at all) from STEP, each with its chain."""
         return self._walk(follow_guarded=False), self._walk(follow_guarded=True)
 
-    def _walk(self, follow_guarded: bool) -> Set[str]:
-        seen: Set[str] = set()
-        stack = [STEP]
-        while stack:
-            node = stack.pop()
-            for target, guarded in self.edges.get(node, ()):
-                if guarded and not follow_guarded:
-                    continue
-                if target not in seen:
-                    seen.add(target)
-                    stack.append(target)
-        return seen
+    def _walk(self, follow_guarded: bool) -> Dict[str, Tuple[Hop, ...]]:
+        chains: Dict[str, Tuple[Hop, ...]] = {}
+        frontier = [STEP]
+        chains_of = {STEP: ()}  # type: Dict[str, Tuple[Hop, ...]]
+        while frontier:  # breadth first: the shortest chain explains a helper
+            following = []
+            for node in frontier:
+                for target, guarded, hops in self.edges.get(node, ()):
+                    if guarded and not follow_guarded:
+                        continue
+                    if target not in chains:
+                        chains[target] = chains_of[node] + hops
+                        chains_of[target] = chains[target]
+                        following.append(target)
+            frontier = following
+        return chains
 
 
 def is_opt_in_call(expr: cst.BaseExpression, qualname: Callable[[cst.BaseExpression], Optional[str]]) -> bool:

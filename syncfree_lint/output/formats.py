@@ -55,6 +55,7 @@ def format_json(diagnostics: Sequence[Diagnostic]) -> str:
             "end": _end(d),
             "fix": _fix_json(d),
             "url": rule_url(d.code),
+            "reach": [{"where": where, "what": what} for where, what in d.reach],
         }
         for d in diagnostics
     ]
@@ -95,6 +96,19 @@ def format_grouped(diagnostics: Sequence[Diagnostic]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def _related(index: int, where: str, what: str) -> Dict[str, object]:
+    """A reach-chain link as a SARIF related location (``path:line``)."""
+    path, _, line = where.rpartition(":")
+    return {
+        "id": index,
+        "message": {"text": what},
+        "physicalLocation": {
+            "artifactLocation": {"uri": path.replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"},
+            "region": {"startLine": int(line) if line.isdigit() else 1},
+        },
+    }
+
+
 def format_sarif(diagnostics: Sequence[Diagnostic]) -> str:
     """SARIF 2.1.0 for GitHub code scanning: every rule with its help, results with fixes."""
     index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
@@ -129,6 +143,8 @@ def format_sarif(diagnostics: Sequence[Diagnostic]) -> str:
                 }
             }],
         }
+        if d.reach:
+            result["relatedLocations"] = [_related(i, where, what) for i, (where, what) in enumerate(d.reach)]
         if d.fix is not None and d.fix.edits:
             result["fixes"] = [{
                 "description": {"text": d.fix.title},

@@ -7,8 +7,19 @@ from typing import Iterable, List
 from syncfree_lint.diagnostic import Diagnostic
 
 
-def format_text(diagnostics: Iterable[Diagnostic]) -> str:
-    return "".join(d.format() + "\n" for d in diagnostics)
+def format_text(diagnostics: Iterable[Diagnostic], show_reach: bool = False) -> str:
+    if not show_reach:
+        return "".join(d.format() + "\n" for d in diagnostics)
+    return "".join(d.format() + "\n" + format_reach(d) for d in diagnostics)
+
+
+def format_reach(diagnostic: Diagnostic) -> str:
+    """``    reached: train.py:88 step loop -> train.py:92 train_step() -> ...`` (empty when the
+    finding has no chain, e.g. SFL000)."""
+    if not diagnostic.reach:
+        return ""
+    chain = " -> ".join(f"{where} {what}" for where, what in diagnostic.reach)
+    return f"    reached: {chain}\n"
 
 
 def format_statistics(diagnostics: List[Diagnostic]) -> str:

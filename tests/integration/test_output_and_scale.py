@@ -37,7 +37,7 @@ def test_every_format_carries_the_same_findings(tree, capsys):
     items = json.loads(raw)
     assert [f"{i['path']}:{i['start']['line']}:{i['start']['column']}: {i['code']} {i['message']}" for i in items] == lines
     for item in items:
-        assert set(item) == {"code", "message", "path", "start", "end", "fix", "url"}
+        assert set(item) == {"code", "message", "path", "start", "end", "fix", "url", "reach"}
         assert item["end"]["line"] >= item["start"]["line"]
         assert item["url"].startswith("https://") and item["code"].lower() in item["url"]
     _, gh = run_cli([str(tree), "--no-cache", "--output-format", "github"], capsys)
