@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--list-rules", action="store_true", help="list every rule and exit")
     parser.add_argument("--explain", metavar="CODE", help="print the documentation of a rule and exit")
     parser.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it under NAME")
+    parser.add_argument("--no-project", action="store_true", help="lint the given files on their own; by default the rest of their project (the folder with pyproject.toml, setup.py or .git) is read for its call graph")
     parser.add_argument("--show-reach", action="store_true", help="under each finding, print the chain that makes it run per step (step loop -> calls)")
     parser.add_argument("--report-guarded", action="store_true", default=None, help="also report code under a logging-interval guard")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
@@ -192,12 +193,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # fix edits need exact positions (a code generation pass): build them only when shown or used
     want_fixes = bool(args.fix or args.diff or args.output_format in ("json", "sarif"))
     cache = None
-    if not args.no_cache and stdin is None:
+    if not args.no_cache:  # with stdin, only the project's summaries are stored
         folder = args.cache_dir or os.path.join(config.root, CACHE_DIR)
         cache = Cache(folder, f"{config!r} fixes={want_fixes}")
     progress = _Progress() if sys.stderr.isatty() and stdin is None else None
     try:
-        result = run(paths, config, stdin=stdin, jobs=jobs, cache=cache, progress=progress, fixes=want_fixes)
+        result = run(paths, config, stdin=stdin, jobs=jobs, cache=cache, progress=progress, fixes=want_fixes,
+                     project=not args.no_project)
     except KeyboardInterrupt:
         _finish_threads()
         sys.stderr.write("syncfree-lint: interrupted\n")
@@ -210,7 +212,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             status = _fix(args, paths, config, result, jobs, cache, out)
             if status is not None:
                 return status
-            result = run(paths, config, jobs=jobs, cache=cache, fixes=want_fixes)
+            result = run(paths, config, jobs=jobs, cache=cache, fixes=want_fixes, project=not args.no_project)
         if args.show_reach and args.output_format == "text":
             out.write(format_text(result.diagnostics, show_reach=True))
         else:

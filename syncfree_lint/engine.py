@@ -24,6 +24,7 @@ from syncfree_lint.analysis.scope import STEP, CallGraph
 from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
+from syncfree_lint.project import ProjectIndex, context_files
 from syncfree_lint.rules import ALL_RULES, DEFAULTS, TRACKERS
 from syncfree_lint.source import SourceError, decode_source
 
@@ -411,10 +412,13 @@ def _lint_in_worker(path: str) -> Tuple[FileFacts, int, bool]:
 
 def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] = None, jobs: int = 1,
         cache: Optional[Cache] = None, progress: Optional[Callable[[int, int], None]] = None,
-        fixes: bool = True) -> RunResult:
+        fixes: bool = True, project: bool = False) -> RunResult:
     """Lint ``paths`` (or one stdin buffer given as (name, text)); the whole pipeline.
 
-    ``jobs`` > 1 lints files in that many processes; the result does not depend on it."""
+    ``jobs`` > 1 lints files in that many processes; the result does not depend on it.
+    ``project``: when only files are given (no folder), the rest of each file's project is read
+    for its call graph (see ``syncfree_lint.project``), so a file gives the findings it would
+    give in a run over the whole project."""
     enabled = config.enabled_codes(DEFAULTS)
     result = RunResult()
     all_facts: List[FileFacts] = []
@@ -442,6 +446,10 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
             else:
                 for path in files:
                     take(lint_path(path, config, enabled, None, cache, fixes=fixes))
+        if project:
+            requested = [stdin[0]] if stdin is not None else files
+            if requested and not any(os.path.isdir(path) for path in paths):
+                all_facts.extend(project_context(requested, config, enabled, cache, jobs))
     finally:
         sys.setrecursionlimit(old_limit)
     diagnostics = resolve(all_facts)
@@ -463,12 +471,36 @@ def _run_parallel(files: List[str], config: Config, enabled: FrozenSet[str], cac
             take(outcome)
 
 
-def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bool = True) -> List[Diagnostic]:
-    """Findings for one file on its own (helpers in other files are not followed).
+def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bool = True,
+              project_cache: Optional[Cache] = None, project: bool = False) -> List[Diagnostic]:
+    """Findings for one file's text; with ``project``, in the context of the rest of its project
+    (summaries stored beside ``project_cache``), otherwise on its own.
 
     For integrations that hand over one file at a time: the flake8 plugin (``noqa=False``:
     flake8 applies ``# noqa`` itself), editors."""
     enabled = config.enabled_codes(DEFAULTS)
     facts, _, _ = lint_path(path, config, enabled, text, noqa=noqa, fixes=fixes)
+    context = project_context([path], config, enabled, project_cache, 1) if project else []
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
-    return select(resolve([facts]), config, enabled | always)
+    return select(resolve([facts] + context), config, enabled | always)
+
+
+def project_context(requested: Sequence[str], config: Config, enabled: FrozenSet[str], cache: Optional[Cache],
+                    jobs: int) -> List[FileFacts]:
+    """Summaries (functions and call edges, no findings) of the other files of the projects the
+    ``requested`` files belong to."""
+    out: List[FileFacts] = []
+    for root, files in context_files(requested, lambda given: discover(given, config)).items():
+        index = ProjectIndex.open(root, cache.folder if cache is not None else None, repr(config))
+
+        def lint(paths: List[str]) -> List[FileFacts]:
+            outcomes: List[FileFacts] = []
+            if jobs > 1 and len(paths) >= 4 * jobs:
+                _run_parallel(paths, config, enabled, None, jobs, lambda outcome: outcomes.append(outcome[0]), False)
+            else:
+                outcomes.extend(lint_path(path, config, enabled, None, None, fixes=False)[0] for path in paths)
+            return outcomes
+
+        out.extend(index.summaries(files, lint))
+        index.save()
+    return out

@@ -149,4 +149,7 @@ class Plugin:
 def _lint(engine: Any, filename: str, text: str, config: Any) -> list:
     """``engine.lint_text`` with the linter's own ``# noqa`` handling off: flake8 applies it
     (and ``--disable-noqa``) itself."""
-    return engine.lint_text(filename, text, config, noqa=False, fixes=False)
+    from syncfree_lint.cache import CACHE_DIR, Cache
+
+    project_cache = Cache(os.path.join(config.root, CACHE_DIR), repr(config))
+    return engine.lint_text(filename, text, config, noqa=False, fixes=False, project_cache=project_cache, project=True)

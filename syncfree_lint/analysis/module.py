@@ -20,7 +20,7 @@ from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import (
     STEP, ClassFrame, FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_early_exit,
     is_equality_guard, is_flag_guard, is_host_branch, is_negated_flag, is_opt_in_call, is_step_marker,
-    mentions_loader,
+    mentions_loader, moves_items, target_names,
 )
 from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
 from syncfree_lint.knowledge import frequency as facts
@@ -540,7 +540,8 @@ class ModuleAnalysis:
         self._rules(node)
         self._visit(node.iter)
         over_loader = mentions_loader(node.iter) or self.kind(node.iter) == T.LOADER
-        self._bind_loop_target(node.target, node.iter, over_loader)
+        moved = over_loader and moves_items(node.body, target_names(node.target))
+        self._bind_loop_target(node.target, node.iter, over_loader, T.HOST_BATCH if moved else T.BATCH)
         loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node)
         self.loops.append(loop)
         iter_ref = self._iterated_function(node.iter)
@@ -563,14 +564,16 @@ class ModuleAnalysis:
             return ("name", iterable.value, prefix)
         return None
 
-    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool) -> None:
+    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool,
+                          item_kind: str = T.BATCH) -> None:
         """Kinds of a loop's names: ``enumerate`` and ``range`` give host ints, a mapping's keys
-        are host values (``for k, v in batch.items()``), a loader gives batches."""
+        are host values (``for k, v in batch.items()``), a loader gives batches (``item_kind``:
+        host tensors when the loop moves them to a device itself)."""
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             called = iterable.func.value
             if called == "enumerate" and iterable.args and isinstance(target, cst.Tuple) and len(target.elements) == 2:
                 self._bind_target(target.elements[0].value, T.NUMBER)
-                self._bind_loop_target(target.elements[1].value, iterable.args[0].value, over_loader)
+                self._bind_loop_target(target.elements[1].value, iterable.args[0].value, over_loader, item_kind)
                 return
             if called == "range":
                 self._bind_target(target, T.NUMBER)
@@ -584,27 +587,27 @@ class ModuleAnalysis:
                 self._bind_target(target.elements[0].value, T.OTHER)
                 value = target.elements[1].value
                 if mapping == T.BATCH:
-                    self._bind_batch(value)
+                    self._bind_batch(value, T.BATCH)
                 else:
                     self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS else None)
             else:
                 self._bind_target(target, None)
             return
         if over_loader:
-            self._bind_batch(target)
+            self._bind_batch(target, item_kind)
             return
         kind = self.kind(iterable)
         if kind == T.BATCH:
-            self._bind_batch(target)
+            self._bind_batch(target, T.BATCH)
         else:
             self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
 
-    def _bind_batch(self, target: cst.BaseExpression) -> None:
+    def _bind_batch(self, target: cst.BaseExpression, kind: str) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._bind_batch(element.value)
+                self._bind_batch(element.value, kind)
         elif isinstance(target, (cst.Name, cst.Attribute)):
-            self._bind_target(target, T.BATCH)
+            self._bind_target(target, kind)
 
     def _while(self, node: cst.While) -> None:
         self.statement = node

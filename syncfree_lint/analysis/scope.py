@@ -143,6 +143,57 @@ def mentions_loader(expr: cst.BaseExpression) -> bool:
     return False
 
 
+def _root_name(expr: cst.BaseExpression) -> Optional[str]:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def target_names(target: cst.BaseExpression) -> Set[str]:
+    """The plain names a loop or comprehension target binds."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: Set[str] = set()
+        for element in target.elements:
+            out |= target_names(element.value)
+        return out
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return set()
+
+
+def moves_items(body: cst.CSTNode, names: Set[str]) -> bool:
+    """Does a loop body move the loop's items to a device (``x.to(device)``, ``x.cuda()``,
+    ``{k: v.to(dev) for k, v in batch.items()}``, ``move_to_device(batch)``)? Then the items are
+    host tensors until moved: the loader yields them on the CPU."""
+    names = set(names)
+    calls: List[cst.Call] = []
+    stack: List[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.CompFor) and _root_name(node.iter) in names or (
+            isinstance(node, cst.CompFor) and isinstance(node.iter, cst.Call)
+            and isinstance(node.iter.func, cst.Attribute) and _root_name(node.iter.func.value) in names
+        ):
+            names |= target_names(node.target)
+        elif isinstance(node, cst.Call):
+            calls.append(node)
+        stack.extend(node.children)
+    for call in calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _root_name(func.value) in names:
+            return True
+        called = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if isinstance(called, str) and ("device" in called.lower() or "cuda" in called.lower()) and any(
+            _root_name(arg.value) in names for arg in call.args
+        ):
+            return True
+    return False
+
+
 def has_modulo(expr: cst.BaseExpression) -> bool:
     """True when a test uses ``%`` on numbers (an interval guard), not string formatting."""
     stack: List[cst.CSTNode] = [expr]

@@ -17,6 +17,7 @@ TENSOR = "tensor"
 MASK = "mask"  # boolean tensor
 BATCH = "batch"  # drawn from a data loader (still on the host until moved)
 HOST_TENSOR = "host_tensor"
+HOST_BATCH = "host_batch"  # drawn from a loader by a loop that moves it to the device itself
 MODULE = "module"
 MODULE_CLASS = "module_class"
 NUMBER = "number"
@@ -27,8 +28,9 @@ METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
 OTHER = "other"
 
 DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
+_HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})
 #: kinds on which a host read is certainly not a device sync
-NOT_DEVICE = frozenset({HOST_TENSOR, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, ACCELERATOR, METRIC, OTHER})
+NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, ACCELERATOR, METRIC, OTHER})
 
 Lookup = Callable[[str], Optional[str]]
 
@@ -214,13 +216,13 @@ class TensorInference:
                 return MODULE
         base = self.kind(node.value)
         attr = node.attr.value
-        if base in DEVICE_TENSORS or base == HOST_TENSOR:
+        if base in DEVICE_TENSORS or base in _HOST_TENSORS:
             if attr in _TENSOR_NON_TENSOR_ATTRS:
                 return OTHER
             if attr in _TENSOR_TENSOR_ATTRS:
                 return TENSOR if base in DEVICE_TENSORS else HOST_TENSOR
-            if base == BATCH:
-                return BATCH
+            if base in (BATCH, HOST_BATCH):
+                return base
             return None
         if base == NUMPY:
             return NUMPY
@@ -232,7 +234,7 @@ class TensorInference:
             return METRIC
         if base in (TENSOR, MASK):
             return TENSOR
-        if base in (BATCH, HOST_TENSOR, NUMPY):
+        if base in (BATCH, HOST_BATCH, HOST_TENSOR, NUMPY):
             return base
         return None
 
@@ -379,14 +381,14 @@ class TensorInference:
             kind = self.kind(arg.value)
             if kind in DEVICE_TENSORS:
                 return TENSOR
-            if kind == HOST_TENSOR or kind == NUMPY:
+            if kind in _HOST_TENSORS or kind == NUMPY:
                 saw_host = True
         return HOST_TENSOR if saw_host else default
 
     def _method_call(self, node: cst.Call, func: cst.Attribute) -> Optional[str]:
         name = func.attr.value
         receiver = self.kind(func.value)
-        if receiver in DEVICE_TENSORS or receiver == HOST_TENSOR:
+        if receiver in DEVICE_TENSORS or receiver in _HOST_TENSORS:
             if name in _TENSOR_VALUE_METHODS:
                 return _TENSOR_VALUE_METHODS[name]
             if name == "cpu":
@@ -394,9 +396,9 @@ class TensorInference:
             if name in ("to", "cuda", "pin_memory"):
                 return self._moved(node, receiver)
             if name in _MASK_FUNCTIONS:
-                return MASK if receiver != HOST_TENSOR else HOST_TENSOR
-            if receiver == BATCH and name in ("get", "values", "items", "keys"):
-                return BATCH
+                return MASK if receiver not in _HOST_TENSORS else HOST_TENSOR
+            if receiver in (BATCH, HOST_BATCH) and name in ("get", "values", "items", "keys"):
+                return receiver
             return TENSOR if receiver in DEVICE_TENSORS else HOST_TENSOR
         if receiver == MODULE:
             if name in _MODULE_METHODS_KEEP:
@@ -433,7 +435,7 @@ class TensorInference:
             return HOST_TENSOR
         if value is None:  # .to(dtype=...) keeps the device
             return TENSOR if receiver in DEVICE_TENSORS else receiver
-        if receiver == BATCH:
+        if receiver in (BATCH, HOST_BATCH):
             return TENSOR
         return TENSOR if receiver in DEVICE_TENSORS or value is not None else receiver
 
@@ -462,7 +464,7 @@ def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:
     """The kind of ``left <op> right``."""
     if left in DEVICE_TENSORS or right in DEVICE_TENSORS:
         return TENSOR
-    if left == HOST_TENSOR or right == HOST_TENSOR:
+    if left in _HOST_TENSORS or right in _HOST_TENSORS:
         return HOST_TENSOR
     if left == NUMPY or right == NUMPY:
         return NUMPY

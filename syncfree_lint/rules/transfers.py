@@ -98,7 +98,7 @@ No automatic fix yet: `non_blocking=True` without pinned memory gains nothing.
         blocking = keyword(node, "non_blocking")
         if blocking is not None and is_true(blocking.value):
             return
-        if ctx.kind(receiver(node)) != T.BATCH:
+        if ctx.kind(receiver(node)) not in (T.BATCH, T.HOST_BATCH):
             return
         if name == "to":
             device = keyword(node, "device")

@@ -1,0 +1,169 @@
+"""Table-driven tests of the knowledge tables and the facts built on them (device evidence,
+guards), each row a small case that could go either way."""
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import pytest
+
+from syncfree_lint.analysis.device import may_use_accelerator
+from syncfree_lint.analysis.imports import ImportMap
+from syncfree_lint.analysis.scope import (
+    is_equality_guard, is_flag_guard, is_host_branch, is_negated_flag, is_opt_in_call, mentions_loader,
+)
+from syncfree_lint.config import Config, ConfigError, config_from_table
+from syncfree_lint.knowledge import frequency as facts
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("optimizer", True), ("self.optimizer", True), ("optimizer_g", True), ("d_optim", True),
+    ("opt", True), ("scaler", True), ("grad_scaler", True), ("optimizers", True),
+    ("lr_scheduler", False), ("scheduler", False), ("option", False), ("model", False), ("ema", False),
+])
+def test_optimizer_names(name: str, expected: bool) -> None:
+    assert facts.is_optimizer_name(name) is expected
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("train_loader", True), ("self.val_dataloader", True), ("trainloader", True), ("data_iter", True),
+    ("loaders", True), ("dataset", False), ("batches", False), ("load_state", False),
+])
+def test_loader_names(name: str, expected: bool) -> None:
+    assert facts.is_loader_name(name) is expected
+
+
+@pytest.mark.parametrize("name,words,expected", [
+    ("should_log", facts.LOGGING_FLAG_WORDS, True),
+    ("args.with_tracking", facts.LOGGING_FLAG_WORDS, True),
+    ("log_every", facts.LOGGING_FLAG_WORDS, True),
+    ("logits", facts.LOGGING_FLAG_WORDS, False),
+    ("catalog", facts.LOGGING_FLAG_WORDS, False),
+    ("args.synchronize_step", facts.OPT_IN_FLAG_WORDS, True),
+    ("self.cfg.debug", facts.OPT_IN_FLAG_WORDS, True),
+    ("debugger_port", facts.OPT_IN_FLAG_WORDS, False),
+    ("args.distributed", facts.OPT_IN_FLAG_WORDS + facts.LOGGING_FLAG_WORDS, False),
+    ("use_amp", facts.OPT_IN_FLAG_WORDS + facts.LOGGING_FLAG_WORDS, False),
+])
+def test_flag_words_match_whole_name_parts(name: str, words, expected: bool) -> None:
+    assert facts.words_match(name, words) is expected
+
+
+def _expr(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def _qualname(source: str):
+    imports = ImportMap("m", False)
+    for statement in cst.parse_module(source).body:
+        for small in getattr(statement, "body", ()):
+            if isinstance(small, cst.Import):
+                imports.add_import(small)
+            elif isinstance(small, cst.ImportFrom):
+                imports.add_import_from(small)
+    return imports.qualname
+
+
+LOG, OPT = facts.LOGGING_FLAG_WORDS, facts.OPT_IN_FLAG_WORDS
+
+
+@pytest.mark.parametrize("test,expected", [
+    ("args.with_tracking", True), ("self.cfg.debug", True), ("args.synchronize_step", True),
+    ("self.should_log()", True), ("is_main and args.verbose", True),
+    ("args.distributed", False), ("scaler is not None", False), ("not should_log", False),
+])
+def test_flag_guards(test: str, expected: bool) -> None:
+    assert is_flag_guard(_expr(test), LOG, OPT) is expected
+
+
+@pytest.mark.parametrize("test,expected", [("not should_log", True), ("not self.is_log_step(step)", True),
+                                           ("should_log", False), ("not (a or b)", False)])
+def test_negated_flags(test: str, expected: bool) -> None:
+    assert is_negated_flag(_expr(test)) is expected
+
+
+@pytest.mark.parametrize("test,expected", [
+    ("torch.onnx.is_in_onnx_export()", True), ("torch.jit.is_scripting()", True),
+    ("torch.cuda.is_available()", False), ("is_in_onnx_export()", False),
+])
+def test_opt_in_calls(test: str, expected: bool) -> None:
+    assert is_opt_in_call(_expr(test), _qualname("import torch\n")) is expected
+
+
+@pytest.mark.parametrize("test,counters,expected", [
+    ("batch_idx == 0", {"batch_idx"}, True),
+    ("step == warmup_steps", {"step", "warmup_steps"}, True),
+    ("step == 0 and is_main", {"step"}, True),
+    ("args.model == 'resnet'", set(), False),
+    ("step != 0", {"step"}, False),
+    ("loss == 0", set(), False),
+])
+def test_equality_guards(test: str, counters: set, expected: bool) -> None:
+    is_counter = lambda e: isinstance(e, cst.Name) and e.value in counters  # noqa: E731
+    assert is_equality_guard(_expr(test), is_counter) is expected
+
+
+@pytest.mark.parametrize("test,expected", [
+    ('t.device == torch.device("cpu")', True), ('t.device.type == "cpu"', True),
+    ('FLAGS.auc_device == "CPU"', True), ('args.device == "cuda"', False), ("a == b", False),
+])
+def test_host_branches(test: str, expected: bool) -> None:
+    assert is_host_branch(_expr(test)) is expected
+
+
+@pytest.mark.parametrize("iterable,expected", [
+    ("train_loader", True), ("enumerate(self.val_loader)", True), ("range(len(data_loader))", True),
+    ("tqdm(loader, desc='x')", True), ("range(10)", False), ("dataset", False), ("batch.items()", False),
+])
+def test_loader_iterables(iterable: str, expected: bool) -> None:
+    assert mentions_loader(_expr(iterable)) is expected
+
+
+@pytest.mark.parametrize("source,expected", [
+    # library code that never names a device: the caller chooses one
+    ("def train(model, loader, opt):\n    for x in loader:\n        model(x).backward()\n", True),
+    # a word in a comment or docstring is not evidence
+    ('"""Runs on cuda."""\nimport torch\nm = torch.nn.Linear(2, 2)\nprint(m(torch.ones(2)))\n', False),
+    ("import torch\nm = torch.nn.Linear(2, 2)  # cuda later\n", False),
+    # explicit CPU evidence
+    ('import torch\ndevice = torch.device("cpu")\nm = torch.nn.Linear(2, 2).to(device)\n', False),
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cpu')\n", False),
+    # accelerator evidence wins over CPU evidence
+    ('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n', True),
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--cuda', action='store_true')\n", True),
+    ("import torch\nd = torch.accelerator.current_accelerator()\n", True),
+    ("from accelerate import Accelerator\n", True),
+    # self-contained but moves things to a device chosen elsewhere
+    ("import torch\ndef f(device):\n    return torch.nn.Linear(2, 2).to(device)\n", True),
+])
+def test_device_evidence(source: str, expected: bool) -> None:
+    assert may_use_accelerator(source, ast.parse(source)) is expected
+
+
+def test_flag_words_are_config_keys() -> None:
+    config = config_from_table({"logging-guards": ["Emit"], "opt-in-flags": ["_probe"]}, "pyproject.toml", ".", ["SFL101"])
+    assert "emit" in config.all_logging_words and "probe" in config.all_opt_in_words
+    assert set(facts.LOGGING_FLAG_WORDS) <= set(config.all_logging_words)
+    assert Config().all_opt_in_words == facts.OPT_IN_FLAG_WORDS
+    with pytest.raises(ConfigError):
+        config_from_table({"opt-in-flags": "debug"}, "pyproject.toml", ".", ["SFL101"])
+
+
+def test_configured_flag_words_guard_a_step(tmp_path) -> None:
+    from syncfree_lint import engine
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "def train(model, loader, optimizer, args):\n"
+        "    for x in loader:\n"
+        "        loss = model(x.cuda())\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        if args.emit_stats:\n"
+        "            print(loss.item())\n"
+    )
+    plain = engine.run([str(script)], Config())
+    configured = engine.run([str(script)], Config(logging_guards=("emit",)))
+    assert [d.line for d in plain.diagnostics] == [8]
+    assert configured.diagnostics == []
