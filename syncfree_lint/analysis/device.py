@@ -30,10 +30,7 @@ def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
     module_classes: Set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value.lower()
-            if text in ("cpu", "cpu:0"):
-                says_cpu = True
-            elif _names_accelerator(text):
+            if _names_accelerator(node.value.lower()):
                 return True
         elif isinstance(node, ast.Attribute):
             if node.attr in facts.ACCELERATOR_ATTRIBUTES:
@@ -57,9 +54,44 @@ def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
             name = _base_name(node.func)
             if name.startswith(("nn.", "torch.nn.")) or name in module_classes:
                 builds_model = True
+        if not says_cpu and _chooses_cpu(node):
+            says_cpu = True
     if says_cpu:
         return False
     return moves or not builds_model
+
+
+def _is_cpu(node: Optional[ast.AST]) -> bool:
+    """``"cpu"``, ``"cpu:0"`` or ``torch.device("cpu")``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower() in ("cpu", "cpu:0")
+    if isinstance(node, ast.Call) and _base_name(node.func).endswith("device") and node.args:
+        return _is_cpu(node.args[0])
+    return False
+
+
+def _chooses_cpu(node: ast.AST) -> bool:
+    """The CPU chosen as *the* device: ``device = "cpu"``, ``torch.device("cpu")``,
+    ``def main(device="cpu")``, ``add_argument("--device", default="cpu")``. Moving a value to
+    the host (``.to("cpu")``, ``map_location="cpu"``) is not a choice of device."""
+    if isinstance(node, ast.Call):
+        name = _base_name(node.func)
+        if name.endswith("device") and node.args and _is_cpu(node.args[0]):
+            return True  # torch.device("cpu")
+        if name.endswith("add_argument") and any(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) and "device" in a.value for a in node.args
+        ):
+            return any(k.arg == "default" and _is_cpu(k.value) for k in node.keywords)
+        return False
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return _is_cpu(node.value) and any("device" in _base_name(t).rsplit(".", 1)[-1].lower() for t in targets)
+    if isinstance(node, ast.arguments):
+        params = node.posonlyargs + node.args
+        defaults = [None] * (len(params) - len(node.defaults)) + list(node.defaults)
+        pairs = list(zip(params, defaults)) + list(zip(node.kwonlyargs, node.kw_defaults))
+        return any("device" in param.arg.lower() and _is_cpu(default) for param, default in pairs)
+    return False
 
 
 def _names_accelerator(text: str) -> bool:

@@ -152,6 +152,7 @@ class ModuleAnalysis:
         self.classes: Dict[str, ClassFrame] = {}
         self.returns: Dict[str, Optional[str]] = {}  # local qualname -> return kind
         self._marker_functions: Set[str] = set()
+        self._stepping_functions: Set[str] = set()
         self._prefix: List[str] = []
         self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
@@ -416,8 +417,6 @@ class ModuleAnalysis:
         for small in node.body:
             self.statement = small
             self._visit(small)
-        if self.function is not None:
-            self.function.statements_seen += 1
 
     def _assign_stmt(self, node: cst.Assign) -> None:
         self._rules(node)
@@ -511,8 +510,6 @@ class ModuleAnalysis:
             # ``if not should_log: return`` anywhere in the function guards what follows it
             if guard or (is_negated_flag(node.test) and self.kind(node.test.expression) not in T.DEVICE_TENSORS):  # type: ignore[attr-defined]
                 self.function.rest_guarded = True
-        if self.function is not None:
-            self.function.statements_seen += 1
 
     def _is_guard(self, node: cst.If) -> bool:
         """Does this ``if`` lower the frequency of its body below once per step?
@@ -648,8 +645,6 @@ class ModuleAnalysis:
                 self._suite(node.finalbody.body)
         else:
             self._children(node)
-        if self.function is not None:
-            self.function.statements_seen += 1
 
     def _function(self, node: cst.FunctionDef) -> None:
         self.statement = node
@@ -675,8 +670,7 @@ class ModuleAnalysis:
             elif pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE):
                 env[pname] = T.BATCH
             else:
-                env[pname] = None
-            frame.params.add(pname)
+                env[pname] = self._annotated_kind(param.annotation)
             if param.default is not None:
                 self._visit(param.default)
         self._prefix.append(name)
@@ -687,13 +681,28 @@ class ModuleAnalysis:
         self.function, self.loops, self.guard_depth = saved
         if frame.has_step_loop:  # an epoch function: its own markers run once per call
             self._marker_functions.discard(qualname)
+        elif qualname in self._stepping_functions and self.uses_accelerator:
+            frame.is_step = True
         kinds = set(frame.returns)
         if len(kinds) == 1:
             self.returns[qualname] = kinds.pop()
         elif kinds and kinds <= T.DEVICE_TENSORS | {None} and kinds & T.DEVICE_TENSORS:
             self.returns[qualname] = T.TENSOR
-        if self.function is not None:
-            self.function.statements_seen += 1
+
+    def _annotated_kind(self, annotation: Optional[cst.Annotation]) -> Optional[str]:
+        """``x: torch.Tensor`` / ``Optional[torch.Tensor]``: the author says it is a tensor."""
+        if annotation is None:
+            return None
+        node = annotation.annotation
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            if (self.qualname(node.value) or "").rsplit(".", 1)[-1] == "Optional":
+                node = node.slice[0].slice.value
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+            if isinstance(node.right, cst.Name) and node.right.value == "None":
+                node = node.left  # torch.Tensor | None
+        if isinstance(node, (cst.Name, cst.Attribute)) and self.qualname(node) == "torch.Tensor":
+            return T.TENSOR
+        return None
 
     @staticmethod
     def _params(params: cst.Parameters) -> List[cst.Param]:
@@ -742,6 +751,10 @@ class ModuleAnalysis:
                 self.loops[-1].is_step = self.loops[-1].is_step or self.uses_accelerator
             elif self.function is not None:
                 self._marker_functions.add(self.function.qualname)
+                if isinstance(func, cst.Attribute) and func.attr.value != "zero_grad":
+                    # backward or an optimizer step in its own body: the function *is* a step
+                    # (unless it turns out to hold its own step loop: an epoch function)
+                    self._stepping_functions.add(self.function.qualname)
         self._learn_from_call(node, func, qual)
         self._call_args = node.args
         ref = self._call_ref(func, qual)

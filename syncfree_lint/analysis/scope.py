@@ -18,8 +18,7 @@ STEP = "<step>"  # the owner of code that runs once per step by its own position
 
 
 class FunctionFrame:
-    __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "statements_seen",
-                 "returns", "params", "has_step_loop", "node")
+    __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "returns", "has_step_loop", "node")
 
     def __init__(self, qualname: str, name: str, is_step: bool, class_frame: Optional["ClassFrame"],
                  node: cst.CSTNode) -> None:
@@ -29,9 +28,7 @@ class FunctionFrame:
         self.is_step = is_step
         self.class_frame = class_frame
         self.rest_guarded = False
-        self.statements_seen = 0
         self.returns: List[Optional[str]] = []
-        self.params: Set[str] = set()
         self.has_step_loop = False  # an epoch function: its code outside that loop runs once per call
 
 

@@ -167,3 +167,14 @@ def test_configured_flag_words_guard_a_step(tmp_path) -> None:
     configured = engine.run([str(script)], Config(logging_guards=("emit",)))
     assert [d.line for d in plain.diagnostics] == [8]
     assert configured.diagnostics == []
+
+
+@pytest.mark.parametrize("source,expected", [
+    # moving a value to the host, or loading onto it, is not a choice of device
+    ("import torch\nsd = torch.load('w.pt', map_location='cpu')\nm = torch.nn.Linear(2, 2)\nm.load_state_dict(sd)\n"
+     "def f(m, x):\n    return m(x).to('cpu')\n", True),
+    ("import torch\ndef main(device='cpu'):\n    return torch.nn.Linear(2, 2).to(device)\n", False),
+    ("import torch\nclass C:\n    def __init__(self):\n        self.device = 'cpu'\n", False),
+])
+def test_cpu_evidence_is_a_choice_of_device(source: str, expected: bool) -> None:
+    assert may_use_accelerator(source, ast.parse(source)) is expected
