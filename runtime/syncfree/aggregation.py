@@ -8,6 +8,12 @@ NaN handling (``nan_strategy``) is done on the device with ``torch.where`` and c
 - ``"ignore"``: NaNs are dropped silently;
 - a float: NaNs are replaced by it (with weight 1);
 - ``"disable"``: no check at all.
+
+NaN is a value: finding it needs a host sync, so it is never raised at ``update`` (torchmetrics
+raises there under ``"error"``); it is counted and reported by ``to_host`` or
+``compute(check=True)``. What is known without reading the data raises at ``update``: a value
+torch cannot turn into a tensor (``TypeError``, from torch), a ``weight`` that does not broadcast
+to the value's shape (``ValueError``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any, Mapping, Optional, Union
 import torch
 from torch import Tensor
 
-from syncfree.metric import Metric, host_scalar
+from syncfree.metric import Metric, count_scalar
 
 _STRATEGIES = ("error", "warn", "ignore", "disable")
 _POLICY = {"error": "error", "warn": "warn"}
@@ -158,19 +164,19 @@ class MeanMetric(_Aggregator):
             mode = self._mode
             if mode == "disable":
                 S.mean_value.add_(v.sum())
-                S.weight.add_(host_scalar(n))
+                S.weight.add_(count_scalar(n))
                 return
             count = torch.count_nonzero(v.isnan())
             S._nan_count.add_(count)
             if mode == "drop":
                 S.mean_value.add_(v.nansum())
-                S.weight.add_(host_scalar(n)).sub_(count)
+                S.weight.add_(count_scalar(n)).sub_(count)
                 return
             if mode == "error":
                 S.mean_value.add_(v.sum())
             else:  # impute, with weight 1
                 S.mean_value.add_(v.nan_to_num(self._impute, _INF, -_INF).sum())
-            S.weight.add_(host_scalar(n))
+            S.weight.add_(count_scalar(n))
             return
         w = self._prepare(weight)
         if w.ndim == 0:

@@ -40,7 +40,7 @@ class MetricCollection(nn.Module):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        self._default_group = parse_base_kwargs("MetricCollection", kwargs)
+        self._default_group, _ = parse_base_kwargs("MetricCollection", kwargs)  # members decide sync_on_compute
         self.prefix = self._check_fix("prefix", prefix)
         self.postfix = self._check_fix("postfix", postfix)
         self._metrics = nn.ModuleDict()
@@ -136,13 +136,46 @@ class MetricCollection(nn.Module):
         return {self._key(name): m(*args, **self._member_kwargs(name, kwargs)) for name, m in self._metrics.items()}
 
     def compute(self, check: bool = False) -> Dict[str, Any]:
-        """Every member's result as device tensors, keyed with prefix/postfix."""
+        """Every member's result as device tensors, keyed with prefix/postfix.
+
+        Members with ``sync_on_compute=True`` and no current synced copy are all_reduced together
+        (one collective per bucket for the whole collection) when distributed; see ``Metric.compute``.
+        """
+        states = self._compute_states()
         if check:
             from syncfree.host import to_host
             from syncfree.metric import _ChecksOnly
 
-            to_host([_ChecksOnly(m) for m in self._metrics.values()])
-        return {self._key(name): m.compute() for name, m in self._metrics.items()}
+            to_host([_ChecksOnly(m, states[name]) for name, m in self._metrics.items()])
+        return {self._key(name): m._compute(states[name]) for name, m in self._metrics.items()}
+
+    def _compute_states(self) -> Dict[str, Any]:
+        """Each member's states for ``compute``, by member name (one bucketed sync for all)."""
+        reduced: Dict[int, Any] = {}
+        members = [(name, m) for name, m in self._metrics.items() if m.sync_on_compute and m._synced is None]
+        if members:
+            from syncfree.distributed import sync_for_compute
+
+            entries = [(f"{name}.{label}", metric, state) for name, m in members
+                       for label, metric, state in m.sync_entries()]
+            reduced = sync_for_compute(self, entries, self._default_group)
+        return {name: reduced[id(m)] if id(m) in reduced else m.states() for name, m in self._metrics.items()}
+
+    def set_dtype(self, dst_type: Any) -> "MetricCollection":
+        """``Metric.set_dtype`` for every member."""
+        for m in self._metrics.values():
+            m.set_dtype(dst_type)
+        return self
+
+    def persistent(self, mode: bool = False) -> None:
+        for m in self._metrics.values():
+            m.persistent(mode)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_pending"] = None
+        state["_verified_layouts"] = {}
+        return state
 
     def reset(self) -> None:
         for m in self._metrics.values():

@@ -28,6 +28,14 @@ Scheme
   (from the previous verified layout) so that the group's collectives stay aligned.
   Caveat: collectives issued on the same group between ``trigger_sync`` and ``wait_sync`` are
   only safe when every rank speculates alike (always the case when layouts do not change).
+- MIN shares the MAX bucket: a floating ``min`` state travels negated in the ``max`` bucket of
+  its dtype (``min(x) = -max(-x)``), so a collection with both needs one all_reduce fewer.
+  Integer ``min`` states keep a bucket of their own (negating ``iinfo.min`` overflows).
+- ``compute()`` (``sync_on_compute=True``): :func:`sync_for_compute` runs the same buckets now
+  and returns the reduced states without installing them. The layout check runs when its row
+  lives on the host (gloo); under NCCL it would need a device-to-host read, so it is skipped and
+  the bucket all_reduces are issued directly (every rank must hold the same metrics; an explicit
+  ``sync()`` checks that).
 - NCCL and CPU states: a NCCL-only group has no CPU backend ("No backend type associated with
   device type cpu"). When the group's backend is ``nccl`` and a bucket lives on the CPU, the
   bucket is staged through ``cuda:<current_device>`` and copied back in ``wait``.
@@ -148,7 +156,7 @@ def _wait(work: Any, deadline: Optional[float]) -> None:
 
 class _Bucket:
     def __init__(self, entries: List[Entry], buffer: Tensor, home: torch.device, op: str) -> None:
-        self.entries = entries
+        self.entries = entries  # a "min" entry in a "max" bucket travels negated
         self.buffer = buffer
         self.home = home
         self.op = op
@@ -165,7 +173,7 @@ class PendingSync:
     """Collectives in flight; ``wait`` checks the layout, completes them and installs the synced copies."""
 
     def __init__(self, owner: Any, group: Any, layout: Tuple[LayoutEntry, ...], fingerprint: int,
-                 buckets: List[_Bucket], check_device: torch.device) -> None:
+                 buckets: List[_Bucket], check_device: torch.device, verify: bool = True) -> None:
         dist = _dist()
         self.owner = owner
         self.group = group
@@ -178,12 +186,16 @@ class PendingSync:
         if not isinstance(verified, dict):  # an older set-valued cache
             verified = owner.__dict__["_verified_layouts"] = {}
         self.cached: Optional[Tuple[int, List[BucketSpec]]] = verified.get(_group_key(group))
-        self.speculated = self.cached is not None and self.cached[0] == fingerprint
-        row = torch.tensor([fingerprint, int(self.speculated), self.cached[0] if self.cached else 0],
-                           dtype=torch.int64, device=check_device)
-        self.rows = [torch.empty_like(row) for _ in range(self.world)]
-        # The layout check: one tiny all_gather, never an all_reduce (one all_reduce per bucket).
-        self.check_work = dist.all_gather(self.rows, row, group=group, async_op=True)
+        self.check_work: Any = None
+        if not verify:
+            self.speculated = True  # no layout check (see sync_for_compute): start at once
+        else:
+            self.speculated = self.cached is not None and self.cached[0] == fingerprint
+            row = torch.tensor([fingerprint, int(self.speculated), self.cached[0] if self.cached else 0],
+                               dtype=torch.int64, device=check_device)
+            self.rows = [torch.empty_like(row) for _ in range(self.world)]
+            # The layout check: one tiny all_gather, never an all_reduce (one all_reduce per bucket).
+            self.check_work = dist.all_gather(self.rows, row, group=group, async_op=True)
         if self.speculated:
             for bucket in buckets:
                 bucket.start(group)
@@ -204,17 +216,12 @@ class PendingSync:
             "timeout to wait_sync/sync."
         )
 
-    def wait(self, timeout: Any = None) -> None:
+    def wait(self, timeout: Any = None, install: bool = True) -> Dict[int, Dict[str, Tensor]]:
+        """Finish the collectives; install (or, ``install=False``, only return) the reduced states
+        by ``id(metric)``."""
         deadline = _deadline(timeout)
-        try:
-            _wait(self.check_work, deadline)
-        except RuntimeError as exc:
-            if _timed_out(exc):
-                raise self._timeout_error(exc, timeout, "the layout check (the first collective of every sync)") from exc
-            raise
-        rows = [tuple(int(v) for v in r.tolist()) for r in self.rows]
-        if any(row[0] != rows[0][0] for row in rows):
-            self._mismatch(rows, deadline)
+        if self.check_work is not None:
+            self._check_layout(timeout, deadline)
         if not self.speculated:
             for bucket in self.buckets:
                 bucket.start(self.group)
@@ -225,11 +232,23 @@ class PendingSync:
                 if _timed_out(exc):
                     raise self._timeout_error(exc, timeout, "the all_reduce of the states") from exc
                 raise
-        verified = self.owner.__dict__["_verified_layouts"]
-        verified[_group_key(self.group)] = (self.fingerprint, [b.spec() for b in self.buckets])
-        self._install()
+        if self.check_work is not None:
+            verified = self.owner.__dict__["_verified_layouts"]
+            verified[_group_key(self.group)] = (self.fingerprint, [b.spec() for b in self.buckets])
+        return self._install(install)
 
-    def _install(self) -> None:
+    def _check_layout(self, timeout: Any, deadline: Optional[float]) -> None:
+        try:
+            _wait(self.check_work, deadline)
+        except RuntimeError as exc:
+            if _timed_out(exc):
+                raise self._timeout_error(exc, timeout, "the layout check (the first collective of every sync)") from exc
+            raise
+        rows = [tuple(int(v) for v in r.tolist()) for r in self.rows]
+        if any(row[0] != rows[0][0] for row in rows):
+            self._mismatch(rows, deadline)
+
+    def _install(self, install: bool = True) -> Dict[int, Dict[str, Tensor]]:
         synced: Dict[int, Tuple[Any, Dict[str, Tensor]]] = {}
         for bucket in self.buckets:
             buffer = bucket.buffer
@@ -240,10 +259,14 @@ class PendingSync:
                 state = getattr(metric, name)
                 n = state.numel()
                 piece = buffer[offset:offset + n].view(state.shape)
+                if metric._reductions[name] != bucket.op:  # a min state in the max bucket
+                    piece = piece.neg()
                 offset += n
                 synced.setdefault(id(metric), (metric, {}))[1][name] = piece
-        for metric, states in synced.values():
-            metric._synced = states
+        if install:
+            for metric, states in synced.values():
+                metric._synced = states
+        return {key: states for key, (_, states) in synced.items()}
 
     def _mismatch(self, rows: List[Tuple[int, int, int]], deadline: Optional[float]) -> None:
         """Raise the same RuntimeError on every rank, with details when they can be exchanged safely."""
@@ -308,11 +331,16 @@ class PendingSync:
             return None
 
 
-def start_sync(owner: Any, entries: Sequence[Entry], group: Any = None) -> Optional[PendingSync]:
+def _bucket_op(op: str, state: Tensor) -> str:
+    """The bucket a state travels in: a floating min goes negated into the max bucket."""
+    return "max" if op == "min" and state.is_floating_point() else op
+
+
+def start_sync(owner: Any, entries: Sequence[Entry], group: Any = None, verify: bool = True) -> Optional[PendingSync]:
     """Snapshot the states into one buffer per (dtype, device, op) bucket and start the layout check.
 
-    The bucket all_reduces start here when the layout is the one verified at the previous sync,
-    otherwise in ``PendingSync.wait`` after the check.
+    The bucket all_reduces start here when the layout is the one verified at the previous sync
+    (or ``verify=False``: no layout check), otherwise in ``PendingSync.wait`` after the check.
     """
     if not is_distributed(group):
         for _, metric, _ in entries:
@@ -323,13 +351,28 @@ def start_sync(owner: Any, entries: Sequence[Entry], group: Any = None) -> Optio
     grouped: Dict[Tuple[str, str, str], List[Entry]] = {}
     for entry in entries:
         state = getattr(entry[1], entry[2])
-        key = (str(state.dtype), str(state.device), entry[1]._reductions[entry[2]])
+        key = (str(state.dtype), str(state.device), _bucket_op(entry[1]._reductions[entry[2]], state))
         grouped.setdefault(key, []).append(entry)
     buckets = []
     for (_, _, op), members in grouped.items():
-        flat = torch.cat([getattr(m, name).detach().reshape(-1) for _, m, name in members])
+        pieces = []
+        for _, m, name in members:
+            piece = getattr(m, name).detach().reshape(-1)
+            pieces.append(piece.neg() if m._reductions[name] != op else piece)
+        flat = torch.cat(pieces)
         home = flat.device
         flat = flat.to(transport_device(group, home))
         buckets.append(_Bucket(members, flat, home, op))
     return PendingSync(owner, group, layout, layout_hash(layout), buckets,
-                       transport_device(group, torch.device("cpu")))
+                       transport_device(group, torch.device("cpu")), verify)
+
+
+def sync_for_compute(owner: Any, entries: Sequence[Entry], group: Any = None) -> Dict[int, Dict[str, Tensor]]:
+    """The globally reduced states of ``entries`` by ``id(metric)``, for ``compute()``; nothing is
+    installed ({} when not distributed). No host read: the layout check runs only when its row
+    is a host tensor (gloo), the all_reduces run on the states' device."""
+    if not is_distributed(group):
+        return {}
+    verify = transport_device(group, torch.device("cpu")).type == "cpu"
+    pending = start_sync(owner, entries, group, verify=verify)
+    return pending.wait(install=False) if pending is not None else {}

@@ -41,14 +41,22 @@ def _plan(x: Any, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]])
     from syncfree.collection import MetricCollection
 
     if isinstance(x, _ChecksOnly):
-        _plan_checks(x.metric, leaves, checks)
+        _plan_checks(x.metric, leaves, checks, x.states)
         return None
     if isinstance(x, (Metric, MetricCollection)):
         x.wait_sync()
         for member in _members(x):
             member.wait_sync()
-            _plan_checks(member, leaves, checks)
-        return _plan(x.compute(), leaves, checks)
+        # The states compute reads (global under sync_on_compute): results and checks from them.
+        states = x._compute_states()
+        if isinstance(x, MetricCollection):
+            result = {x._key(name): m._compute(states[name]) for name, m in x._metrics.items()}
+            for name, m in x._metrics.items():
+                _plan_checks(m, leaves, checks, states[name])
+        else:
+            result = x._compute(states)
+            _plan_checks(x, leaves, checks, states)
+        return _plan(result, leaves, checks)
     if isinstance(x, Tensor):
         leaves.append(x.detach())
         return _Leaf(len(leaves) - 1)
@@ -59,8 +67,9 @@ def _plan(x: Any, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]])
     return x
 
 
-def _plan_checks(metric: Metric, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]]) -> None:
-    for counter, policy, message in metric.check_counters():
+def _plan_checks(metric: Metric, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]],
+                 states: Any = None) -> None:
+    for counter, policy, message in metric.check_counters(states):
         leaves.append(counter.detach())
         checks.append((type(metric).__name__, policy, message, len(leaves) - 1))
 
@@ -145,7 +154,9 @@ def to_host(x: Any) -> Any:
 
     ``x`` is a metric, a ``MetricCollection``, a tensor, or a (nested) dict/list/tuple of them.
     0-d results become floats (exact ints for integer tensors), others nested lists; dicts and lists
-    mirror the input. Pending syncs are waited for. Deferred value checks (NaN counts, labels out
+    mirror the input. Pending syncs are waited for; metrics are computed as ``compute()`` does
+    (global under ``sync_on_compute=True`` when distributed), and their check counters are read
+    from the same (global) states. Deferred value checks (NaN counts, labels out
     of range) are read in the same transfer, then reported: ``"warn"`` checks warn, ``"error"``
     checks raise ``ValueError`` naming the metric and the count.
     """

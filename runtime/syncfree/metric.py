@@ -10,13 +10,28 @@ reduce op: ``"sum"``, ``"max"`` or ``"min"``) plus three pure functions written 
 - ``_checks`` names the counter states reported by :func:`syncfree.to_host`.
 
 Storage: every state is a view (a plain attribute, so ``update`` reads it without
-``nn.Module.__getattr__``) into a registered, non-persistent flat buffer. ``add_state`` gives a
-state its own buffer; ``add_state_group`` packs several states of one dtype (plus scratch
-elements, e.g. a dump bin) into ONE buffer so that a single ``scatter_add_`` updates them all.
-Constant tensors an update needs (lookup tables) are buffers too (``add_constant``), so
-``.to(device)`` moves them. Views are re-bound after every ``_apply`` (``.to``, casts). Distributed sync never
-touches the local states: it fills a separate *synced* copy that ``compute`` reads until the next
-``update``/``reset``/``unsync``, so local accumulation can go on after a sync.
+``nn.Module.__getattr__``) into a flat tensor held in ``self._flat``. Those tensors are NOT
+registered buffers: DDP (``broadcast_buffers=True``, its default) copies rank 0's buffers to
+every rank before each forward, which would overwrite the per-rank states. ``add_state`` gives a
+state its own flat tensor; ``add_state_group`` packs several states of one dtype (plus scratch
+elements, e.g. a dump bin) into ONE tensor so that a single ``scatter_add_`` updates them all.
+Constant tensors an update needs (lookup tables) are kept the same way (``add_constant``).
+``_apply`` (``.to``, ``.cuda``, casts) moves them all and re-binds the views; casts
+(``.half()``, ``.double()``, ``model.half()``, ``.to(dtype)``) keep every state's dtype, as
+torchmetrics does: :meth:`Metric.set_dtype` changes the floating states' dtype. Pickling,
+``copy.deepcopy`` and ``torch.save`` of the whole object keep the views bound. Distributed sync
+never touches the local states: it fills a separate *synced* copy that ``compute`` reads until
+the next ``update``/``reset``/``unsync``, so local accumulation can go on after a sync.
+
+``compute`` is global by default (``sync_on_compute=True``, as torchmetrics): when
+``torch.distributed`` is initialised with more than one rank and no synced copy is current, it
+all_reduces the states (on their device, one collective per bucket, no host read) and computes
+from the reduced copy without storing it; the local states are unchanged.
+
+Errors: what can be known without reading device data (argument values, shapes, dtypes) raises
+at ``update``, as torchmetrics does. Value errors (labels out of range, non-integral float labels,
+NaN) cannot be known without a host sync: they are counted on the device and reported by
+:func:`syncfree.to_host` or ``compute(check=True)`` (raise or warn per the metric's policy).
 
 Checkpoints (``state_dict``/``load_state_dict``, the ``torch.distributed.checkpoint`` Stateful
 protocol) hold this rank's local states; see :mod:`syncfree.checkpoint` for the multi-rank scheme.
@@ -74,6 +89,14 @@ def host_scalar(value: Union[int, float]) -> Tensor:
     return t
 
 
+def count_scalar(n: Any) -> Any:
+    """A batch size for ``state.add_``: a cached CPU 0-d tensor in eager mode (no per-call wrap),
+    the int itself under ``torch.compile`` (a per-size cache would key the graphs on the size)."""
+    if torch.compiler.is_compiling():
+        return n
+    return host_scalar(n)
+
+
 _UNSUPPORTED_KWARGS = {
     "compute_on_cpu": (
         False,
@@ -96,21 +119,40 @@ _UNSUPPORTED_KWARGS = {
         "metric.sync(); drop the argument.",
     ),
 }
-# Accepted and ignored: they change nothing here (sync happens only on an explicit call).
-_IGNORED_KWARGS = ("sync_on_compute", "compute_with_cache")
+# Accepted and ignored: compute never caches a value across updates here.
+_IGNORED_KWARGS = ("compute_with_cache",)
 
 
-def parse_base_kwargs(owner: str, kwargs: Dict[str, Any]) -> Any:
-    """Check the torchmetrics ``Metric`` keyword arguments; return the default process group."""
+def parse_base_kwargs(owner: str, kwargs: Dict[str, Any]) -> Tuple[Any, bool]:
+    """Check the torchmetrics ``Metric`` keyword arguments; return (process group, sync_on_compute)."""
     for name, (allowed, message) in _UNSUPPORTED_KWARGS.items():
         if name in kwargs and kwargs.pop(name) != allowed:
             raise TypeError(f"{owner}: {message}")
     for name in _IGNORED_KWARGS:
         kwargs.pop(name, None)
+    sync_on_compute = kwargs.pop("sync_on_compute", True)
+    if not isinstance(sync_on_compute, bool):
+        raise TypeError(f"{owner}: sync_on_compute must be a bool, got {sync_on_compute!r}")
     group = kwargs.pop("process_group", None)
     if kwargs:
         raise TypeError(f"{owner}: unexpected keyword argument(s) {sorted(kwargs)}")
-    return group
+    return group, sync_on_compute
+
+
+def _keep_dtype(fn: Callable, t: Tensor) -> Tensor:
+    """``fn(t)`` (an ``_apply`` function: a move and/or a cast) with ``t``'s dtype kept."""
+    out = fn(t)
+    if out.dtype != t.dtype:
+        out = t.to(device=out.device)
+    return out
+
+
+def _resolve_dtype(dst_type: Any) -> torch.dtype:
+    if isinstance(dst_type, str):
+        dst_type = getattr(torch, dst_type.replace("torch.", ""), None)
+    if not isinstance(dst_type, torch.dtype) or not dst_type.is_floating_point:
+        raise TypeError(f"set_dtype needs a floating dtype (e.g. torch.float64), got {dst_type!r}")
+    return dst_type
 
 
 class Metric(nn.Module):
@@ -122,26 +164,29 @@ class Metric(nn.Module):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
-        self._default_group = parse_base_kwargs(type(self).__name__, kwargs)
+        self._default_group, self.sync_on_compute = parse_base_kwargs(type(self).__name__, kwargs)
         self._dtype = torch.get_default_dtype()
+        self._persistent = False
         self._reductions: Dict[str, str] = {}
         self._checks: List[Check] = []
         self._synced: Optional[Dict[str, Tensor]] = None
         self._pending: Any = None
         self._verified_layouts: dict = {}  # group -> (layout hash, bucket specs) of the last verified sync
-        # buffer name -> [(state name, offset, shape)]; attribute name -> buffer name (constants)
+        # flat tensor name -> [(state name, offset, shape)]; the flat tensors; the constants.
+        # Plain attributes, not buffers: DDP must never broadcast them (see the module docstring).
         self._groups: Dict[str, List[Tuple[str, int, Tuple[int, ...]]]] = {}
-        self._constants: Dict[str, str] = {}
+        self._flat: Dict[str, Tensor] = {}
+        self._const: Dict[str, Tensor] = {}
 
     # ---- states -------------------------------------------------------------------------
     def add_state(self, name: str, shape: Sequence[int] = (), dtype: Optional[torch.dtype] = None,
                   reduce: str = "sum") -> None:
-        """Register a state filled with the neutral element of ``reduce`` (its own buffer)."""
+        """Register a state filled with the neutral element of ``reduce`` (its own flat tensor)."""
         self.add_state_group("_buf_" + name, [(name, shape, reduce)], dtype)
 
     def add_state_group(self, buffer: str, specs: Sequence[Tuple[str, Sequence[int], str]],
                         dtype: Optional[torch.dtype] = None, scratch: int = 0) -> None:
-        """Register states ``(name, shape, reduce)`` of one dtype as views into ONE flat buffer.
+        """Register states ``(name, shape, reduce)`` of one dtype as views into ONE flat tensor.
 
         ``scratch`` extra elements follow the states (not states: never synced, checkpointed or
         read; e.g. the bin that ignored samples are scattered into).
@@ -156,25 +201,31 @@ class Metric(nn.Module):
             offset += math.prod(shape)
             self._reductions[name] = reduce
         self._groups[buffer] = layout
-        self.register_buffer(buffer, torch.zeros(offset + scratch, dtype=dtype), persistent=False)
+        self._flat[buffer] = torch.zeros(offset + scratch, dtype=dtype)
         self._bind()
         self._fill_neutral(self)
 
     def add_constant(self, name: str, value: Tensor) -> None:
-        """A constant tensor (moved with the metric) readable as the plain attribute ``name``."""
-        self._constants[name] = "_const" + name
-        self.register_buffer("_const" + name, value, persistent=False)
+        """A constant tensor (moved with the metric, never cast) readable as the attribute ``name``."""
+        self._const[name] = value
         self._bind()
 
+    def _bound_names(self) -> List[str]:
+        """Attributes derived from ``_flat``/``_const`` (re-created by ``_bind``)."""
+        names = list(self._groups) + list(self._const)
+        for layout in self._groups.values():
+            names.extend(name for name, _, _ in layout)
+        return names
+
     def _bind(self) -> None:
-        """(Re)bind every state view and constant as a plain instance attribute."""
-        buffers = self._buffers
+        """(Re)bind every flat tensor, state view and constant as a plain instance attribute."""
         for buffer, layout in self._groups.items():
-            flat = buffers[buffer]
+            flat = self._flat[buffer]
+            object.__setattr__(self, buffer, flat)
             for name, offset, shape in layout:
                 object.__setattr__(self, name, flat[offset:offset + math.prod(shape)].view(shape))
-        for name, buffer in self._constants.items():
-            object.__setattr__(self, name, buffers[buffer])
+        for name, value in self._const.items():
+            object.__setattr__(self, name, value)
 
     def _fill_neutral(self, holder: Any) -> None:
         """Fill the states (and scratch) held by ``holder`` with their neutral elements."""
@@ -190,7 +241,7 @@ class Metric(nn.Module):
         """Neutral states of this metric's layout (fresh buffers) for one batch (``forward``)."""
         holder = _Scratch()
         for buffer, layout in self._groups.items():
-            flat = torch.empty_like(self._buffers[buffer])
+            flat = torch.empty_like(self._flat[buffer])
             holder.__dict__[buffer] = flat
             for name, offset, shape in layout:
                 holder.__dict__[name] = flat[offset:offset + math.prod(shape)].view(shape)
@@ -217,7 +268,9 @@ class Metric(nn.Module):
 
     @property
     def device(self) -> torch.device:
-        return next(iter(self.buffers())).device
+        for flat in self._flat.values():
+            return flat.device
+        return torch.device("cpu")
 
     @property
     def dtype(self) -> torch.dtype:
@@ -260,16 +313,30 @@ class Metric(nn.Module):
         return self._compute(batch)
 
     def compute(self, check: bool = False) -> Tensor:
-        """The metric over everything seen (global after ``wait_sync``), as device tensors.
+        """The metric over everything seen, as device tensors.
 
+        Global when a synced copy is current (after ``wait_sync``/``sync``) or, with
+        ``sync_on_compute=True`` (the default) under an initialised process group of more than one
+        rank, through an all_reduce of the states made now (no host read; not stored, the local
+        states are unchanged). Every rank must then call ``compute`` at the same point.
         ``check=True`` reads the check counters to the host (a sync) and raises/warns now.
         """
-        result = self._compute(self.states())
+        states = self._compute_states()
+        result = self._compute(states)
         if check:
             from syncfree.host import to_host
 
-            to_host(self._check_tensors_holder())
+            to_host(_ChecksOnly(self, states))
         return result
+
+    def _compute_states(self) -> Mapping[str, Tensor]:
+        """The states ``compute`` reads: the synced copy, a fresh all_reduce, or the local states."""
+        if self._synced is not None or not self.sync_on_compute:
+            return self.states()
+        from syncfree.distributed import sync_for_compute
+
+        reduced = sync_for_compute(self, self.sync_entries(), self._default_group)
+        return reduced.get(id(self), self.local_states())
 
     def reset(self) -> None:
         """Return every state to its neutral element and drop any synced copy."""
@@ -277,27 +344,80 @@ class Metric(nn.Module):
         self._synced = None
         self._pending = None
 
+    # ---- device, dtype, persistence, pickling -------------------------------------------
     def _apply(self, fn: Callable, *args: Any, **kwargs: Any) -> "Metric":
-        # A device move or cast invalidates the synced copy (it is not a buffer) and replaces the
-        # buffers: re-bind the state views and constants, drop per-device caches.
+        # A device move (or a cast) invalidates the synced copy and replaces the flat tensors:
+        # move them (keeping each dtype: casts never touch states), re-bind, drop per-device caches.
         self._synced = None
         out = super()._apply(fn, *args, **kwargs)
+        self._flat = {name: _keep_dtype(fn, t) for name, t in self._flat.items()}
+        self._const = {name: _keep_dtype(fn, t) for name, t in self._const.items()}
         self._bind()
         self._on_apply()
         return out
 
     def _on_apply(self) -> None:
-        """Hook for subclasses that cache tensors derived from their buffers."""
+        """Hook for subclasses that cache tensors derived from their states or constants."""
+
+    def set_dtype(self, dst_type: Union[str, torch.dtype]) -> "Metric":
+        """Cast the floating states (values, not integer counts) to ``dst_type``; later updates
+        and results use it. ``.half()``/``.double()``/``.to(dtype)`` leave states alone."""
+        dtype = _resolve_dtype(dst_type)
+        self._flat = {name: t.to(dtype) if t.is_floating_point() else t for name, t in self._flat.items()}
+        self._dtype = dtype
+        self._synced = None
+        self._bind()
+        self._on_apply()
+        return self
+
+    def persistent(self, mode: bool = False) -> None:
+        """Whether the states go into a parent module's ``state_dict`` (default False, as torchmetrics)."""
+        self._persistent = bool(mode)
+
+    def _save_to_state_dict(self, destination: Any, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self._persistent:
+            for name, t in self.local_states().items():
+                destination[prefix + name] = t if keep_vars else t.detach().clone()
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
+                              missing_keys: List[str], unexpected_keys: List[str], error_msgs: List[str]) -> None:
+        for name, t in self.local_states().items():
+            key = prefix + name
+            if key not in state_dict:
+                if self._persistent and strict:
+                    missing_keys.append(key)
+                continue
+            value = state_dict.pop(key)  # a copy made by Module.load_state_dict
+            if not isinstance(value, Tensor) or tuple(value.shape) != tuple(t.shape):
+                error_msgs.append(f"{key}: expected a tensor of shape {tuple(t.shape)} for this metric state")
+                continue
+            t.copy_(value.detach())
+            self._synced = None
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # The views are re-created from ``_flat`` on unpickling (pickle would copy each view into a
+        # tensor of its own, unbound from the flat tensor that ``update`` writes).
+        state = dict(self.__dict__)
+        for name in self._bound_names():
+            state.pop(name, None)
+        state["_pending"] = None  # collectives in flight belong to this process
+        state["_verified_layouts"] = {}
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._bind()
+        self._on_apply()
 
     # ---- checks -------------------------------------------------------------------------
-    def check_counters(self) -> List[Tuple[Tensor, str, str]]:
+    def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
         """(counter tensor, policy, formatted-message template) for every active check."""
-        states = self.states()
+        states = self.states() if states is None else states
         return [(states[name], policy, message) for name, policy, message in self._checks
                 if policy != "off"]
-
-    def _check_tensors_holder(self) -> "_ChecksOnly":
-        return _ChecksOnly(self)
 
     # ---- distributed --------------------------------------------------------------------
     def sync_entries(self) -> List[Tuple[str, "Metric", str]]:
@@ -347,7 +467,8 @@ class _Scratch:
 
 
 class _ChecksOnly:
-    """Wraps a metric so that ``to_host`` reads only its check counters."""
+    """Wraps a metric so that ``to_host`` reads only its check counters (of ``states``, if given)."""
 
-    def __init__(self, metric: Metric) -> None:
+    def __init__(self, metric: Metric, states: Optional[Mapping[str, Tensor]] = None) -> None:
         self.metric = metric
+        self.states = states

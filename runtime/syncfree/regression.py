@@ -3,6 +3,11 @@
 States: the sum of squared (or absolute) errors per output, in the metric's floating dtype
 (inputs are upcast first, so bf16/fp16 inputs accumulate in float32), and the int64 count of
 observations. NaN inputs propagate to the result, as in torchmetrics.
+
+Errors raised at ``update`` (known without reading the data, as torchmetrics raises them):
+preds/target that are not tensors, complex, or both bool (``TypeError``); shapes that differ, or
+that do not match ``num_outputs`` (``ValueError``). There is no deferred value check: NaN and inf
+propagate into the result.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from typing import Any, Dict, Mapping
 import torch
 from torch import Tensor
 
-from syncfree.metric import Metric, host_scalar
+from syncfree.metric import Metric, count_scalar
 
 
 class _ErrorSum(Metric):
@@ -26,6 +31,20 @@ class _ErrorSum(Metric):
         shape = () if num_outputs == 1 else (num_outputs,)
         self.add_state(self._state, shape, self.dtype, "sum")
         self.add_state("total", (), torch.int64, "sum")
+
+    def _check_dtypes(self, preds: Tensor, target: Tensor) -> None:
+        """Raise at update what torchmetrics rejects at update (known from the dtypes alone)."""
+        owner = type(self).__name__
+        if preds.is_complex() or target.is_complex():
+            raise TypeError(
+                f"{owner}.update: complex preds/target are not supported (got {preds.dtype} and "
+                f"{target.dtype}). Pass real values, e.g. x.real or x.abs()."
+            )
+        if preds.dtype == torch.bool and target.dtype == torch.bool:
+            raise TypeError(
+                f"{owner}.update: preds and target are both bool (torchmetrics cannot subtract them "
+                "either). Convert them with .float()."
+            )
 
     def _error_sum(self, diff: Tensor) -> Tensor:
         """Sum of the errors of a 1-d ``diff`` (one op where possible)."""
@@ -43,10 +62,9 @@ class _ErrorSum(Metric):
                 f"{tuple(preds.shape)} and {tuple(target.shape)}"
             )
         dtype = self._dtype
-        if preds.dtype != dtype:
-            preds = preds.to(dtype)
-        if target.dtype != dtype:
-            target = target.to(dtype)
+        if preds.dtype != dtype or target.dtype != dtype:
+            self._check_dtypes(preds, target)
+            preds, target = preds.to(dtype), target.to(dtype)
         if self.num_outputs == 1:
             diff = preds - target
             if diff.requires_grad:
@@ -54,7 +72,7 @@ class _ErrorSum(Metric):
             if diff.ndim != 1:
                 diff = diff.reshape(-1)
             getattr(S, self._state).add_(self._error_sum(diff))
-            S.total.add_(host_scalar(diff.shape[0]))
+            S.total.add_(count_scalar(diff.shape[0]))
             return
         if preds.ndim != 2 or preds.shape[1] != self.num_outputs:
             raise ValueError(
@@ -63,7 +81,7 @@ class _ErrorSum(Metric):
             )
         diff = (preds - target).detach()
         getattr(S, self._state).add_(self._error(diff).sum(0))
-        S.total.add_(host_scalar(diff.shape[0]))
+        S.total.add_(count_scalar(diff.shape[0]))
 
 
 class MeanSquaredError(_ErrorSum):
@@ -77,6 +95,20 @@ class MeanSquaredError(_ErrorSum):
 
     def _error(self, diff: Tensor) -> Tensor:
         return diff * diff
+
+    def _check_dtypes(self, preds: Tensor, target: Tensor) -> None:
+        """Raise at update what torchmetrics rejects at update (known from the dtypes alone)."""
+        owner = type(self).__name__
+        if preds.is_complex() or target.is_complex():
+            raise TypeError(
+                f"{owner}.update: complex preds/target are not supported (got {preds.dtype} and "
+                f"{target.dtype}). Pass real values, e.g. x.real or x.abs()."
+            )
+        if preds.dtype == torch.bool and target.dtype == torch.bool:
+            raise TypeError(
+                f"{owner}.update: preds and target are both bool (torchmetrics cannot subtract them "
+                "either). Convert them with .float()."
+            )
 
     def _error_sum(self, diff: Tensor) -> Tensor:
         return torch.dot(diff, diff)
@@ -96,6 +128,20 @@ class MeanAbsoluteError(_ErrorSum):
 
     def _error(self, diff: Tensor) -> Tensor:
         return diff.abs()
+
+    def _check_dtypes(self, preds: Tensor, target: Tensor) -> None:
+        """Raise at update what torchmetrics rejects at update (known from the dtypes alone)."""
+        owner = type(self).__name__
+        if preds.is_complex() or target.is_complex():
+            raise TypeError(
+                f"{owner}.update: complex preds/target are not supported (got {preds.dtype} and "
+                f"{target.dtype}). Pass real values, e.g. x.real or x.abs()."
+            )
+        if preds.dtype == torch.bool and target.dtype == torch.bool:
+            raise TypeError(
+                f"{owner}.update: preds and target are both bool (torchmetrics cannot subtract them "
+                "either). Convert them with .float()."
+            )
 
     def _error_sum(self, diff: Tensor) -> Tensor:
         return torch.linalg.vector_norm(diff, 1)

@@ -55,3 +55,53 @@ def test_compiled_update_matches_eager():
         eager.update(preds, target)
         step(preds, target)
     assert torch.equal(eager.compute(), compiled.compute())
+
+
+def _sized(kind, n, g):
+    if kind == "values":
+        return (torch.randn(n, generator=g),)
+    if kind == "weighted":
+        return (torch.randn(n, generator=g), torch.rand(n, generator=g))
+    if kind == "binary":
+        return (torch.randn(n, generator=g), torch.randint(0, 2, (n,), generator=g))
+    if kind == "scores":
+        return (torch.randn(n, C, generator=g), torch.randint(0, C, (n,), generator=g))
+    if kind == "labels":
+        return (torch.randint(0, C, (n,), generator=g), torch.randint(0, C, (n,), generator=g))
+    return (torch.randn(n, generator=g), torch.randn(n, generator=g))
+
+
+SIZED_CASES = {
+    "MeanMetric": (lambda: syncfree.MeanMetric(), "values"),
+    "MeanMetric-weighted": (lambda: syncfree.MeanMetric(), "weighted"),
+    "SumMetric": (lambda: syncfree.SumMetric(), "values"),
+    "MaxMetric": (lambda: syncfree.MaxMetric(), "values"),
+    "BinaryAccuracy": (lambda: syncfree.BinaryAccuracy(), "binary"),
+    "BinaryConfusionMatrix-ignore": (lambda: syncfree.BinaryConfusionMatrix(ignore_index=0), "binary"),
+    "MulticlassAccuracy": (lambda: syncfree.MulticlassAccuracy(C), "scores"),
+    "MulticlassF1Score-labels": (lambda: syncfree.MulticlassF1Score(C, ignore_index=1), "labels"),
+    "MulticlassConfusionMatrix": (lambda: syncfree.MulticlassConfusionMatrix(C), "scores"),
+    "MeanSquaredError": (lambda: syncfree.MeanSquaredError(), "regression"),
+    "MeanAbsoluteError": (lambda: syncfree.MeanAbsoluteError(), "regression"),
+    "MetricCollection": (lambda: syncfree.MetricCollection(
+        [syncfree.MulticlassAccuracy(C), syncfree.MulticlassConfusionMatrix(C)]), "scores"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZED_CASES))
+def test_fullgraph_compile_over_16_batch_sizes(name):
+    """Default dynamo settings (recompile limit 8): per-size caches must not key the graphs."""
+    torch._dynamo.reset()
+    make, kind = SIZED_CASES[name]
+    eager, compiled = make(), make()
+    step = torch.compile(compiled.update, fullgraph=True, backend="eager")
+    g = torch.Generator().manual_seed(0)
+    for n in range(1, 17):
+        args = _sized(kind, n, g)
+        eager.update(*args)
+        step(*args)  # raises FailOnRecompileLimitHit when every size compiles a new graph
+    want, got = eager.compute(), compiled.compute()
+    if isinstance(want, dict):
+        assert all(torch.allclose(got[k].double(), want[k].double()) for k in want)
+    else:
+        assert torch.allclose(got.double(), want.double(), atol=1e-5)

@@ -21,14 +21,83 @@ def test_shape_mismatch(make, args, match):
         make().update(*args)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: syncfree.BinaryAccuracy(),
-    lambda: syncfree.MulticlassRecall(3),
-    lambda: syncfree.MulticlassConfusionMatrix(3),
+CLASSIFIERS = {
+    "BinaryAccuracy": (lambda **kw: syncfree.BinaryAccuracy(**kw), 2, False),
+    "BinaryConfusionMatrix": (lambda **kw: syncfree.BinaryConfusionMatrix(**kw), 2, False),
+    "MulticlassRecall": (lambda **kw: syncfree.MulticlassRecall(3, **kw), 3, True),
+    "MulticlassConfusionMatrix": (lambda **kw: syncfree.MulticlassConfusionMatrix(3, **kw), 3, True),
+    "MulticlassAccuracy-many": (lambda **kw: syncfree.MulticlassAccuracy(200, **kw), 200, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLASSIFIERS))
+def test_float_target_labels_are_accepted_like_torchmetrics(name):
+    """torchmetrics accepts float targets holding labels (0./1. for binary): so does syncfree."""
+    make, c, scores = CLASSIFIERS[name]
+    target = torch.tensor([0, 1, 1, 0, 1])
+    preds = torch.randn(5, c) if scores else torch.rand(5)
+    as_int, as_float = make(), make()
+    as_int.update(preds, target)
+    as_float.update(preds, target.float())
+    assert syncfree.to_host(as_float) == syncfree.to_host(as_int)
+
+
+@pytest.mark.parametrize("name", sorted(CLASSIFIERS))
+def test_float_target_values_that_are_not_labels_are_deferred(name):
+    """A float target like 0.5 is a value error (torchmetrics finds it with a host sync): counted
+    on the device, excluded, and reported by to_host / compute(check=True)."""
+    make, c, scores = CLASSIFIERS[name]
+    preds = torch.randn(4, c) if scores else torch.rand(4)
+    target = torch.tensor([0.0, 1.0, 0.5, float("nan")])
+    strict = make()
+    strict.update(preds, target)  # no raise here: update never syncs
+    with pytest.raises(ValueError, match="2 value"):
+        syncfree.to_host(strict)
+    with pytest.raises(ValueError, match="2 value"):
+        strict.compute(check=True)
+    lenient, clean = make(validate_args=False), make()
+    lenient.update(preds, target)
+    clean.update(preds[:2], target[:2].long())
+    with pytest.warns(UserWarning, match="2 value"):
+        assert syncfree.to_host(lenient) == syncfree.to_host(clean)
+
+
+@pytest.mark.parametrize("name", ["MulticlassRecall", "MulticlassConfusionMatrix", "MulticlassAccuracy-many"])
+def test_multiclass_float_preds_shaped_like_target_are_labels(name):
+    make, _, _ = CLASSIFIERS[name]
+    target = torch.tensor([0, 1, 2, 2, 1])
+    a, b = make(), make()
+    a.update(torch.tensor([0, 1, 1, 2, 0]), target)
+    b.update(torch.tensor([0.0, 1.0, 1.0, 2.0, 0.0]), target)
+    assert syncfree.to_host(a) == syncfree.to_host(b)
+
+
+@pytest.mark.parametrize("make,args", [
+    (lambda: syncfree.BinaryAccuracy(), (torch.randn(4, dtype=torch.cfloat), torch.randint(0, 2, (4,)))),
+    (lambda: syncfree.BinaryConfusionMatrix(), (torch.rand(4), torch.randint(0, 2, (4,)).to(torch.cfloat))),
+    (lambda: syncfree.MulticlassF1Score(3), (torch.randn(4, 3, dtype=torch.cfloat), torch.randint(0, 3, (4,)))),
+    (lambda: syncfree.MulticlassConfusionMatrix(3), (torch.randint(0, 3, (4,)), torch.randint(0, 3, (4,)).to(torch.cfloat))),
+    (lambda: syncfree.MeanSquaredError(), (torch.randn(4, dtype=torch.cfloat), torch.randn(4, dtype=torch.cfloat))),
+    (lambda: syncfree.MeanAbsoluteError(), (torch.randn(4), torch.randn(4, dtype=torch.cfloat))),
 ])
-def test_float_target_labels(make):
-    with pytest.raises(TypeError, match="target must hold integer class labels"):
-        make().update(torch.rand(4), torch.rand(4))
+def test_complex_inputs_raise_at_update(make, args):
+    with pytest.raises(TypeError, match="complex"):
+        make().update(*args)
+
+
+@pytest.mark.parametrize("make", [lambda: syncfree.MeanSquaredError(), lambda: syncfree.MeanAbsoluteError()])
+def test_regression_bool_inputs_raise_at_update_like_torchmetrics(make):
+    flags = torch.tensor([True, False, True])
+    with pytest.raises(TypeError, match=r"\.float\(\)"):
+        make().update(flags, flags)
+    m = make()
+    m.update(flags, flags.float())  # torchmetrics accepts one bool side; so does syncfree
+    assert syncfree.to_host(m) == 0.0
+
+
+def test_integer_preds_with_a_class_dimension_say_to_pass_float_scores():
+    with pytest.raises(ValueError, match="float"):
+        syncfree.MulticlassAccuracy(3).update(torch.randint(0, 3, (4, 3)), torch.randint(0, 3, (4,)))
 
 
 @pytest.mark.parametrize("make,match", [

@@ -46,6 +46,7 @@ METRICS = {
     "BinaryRecall": (lambda: syncfree.BinaryRecall(), "binary"),
     "BinaryF1Score": (lambda: syncfree.BinaryF1Score(), "binary"),
     "BinaryConfusionMatrix": (lambda: syncfree.BinaryConfusionMatrix(), "binary"),
+    "BinaryConfusionMatrix-ignore": (lambda: syncfree.BinaryConfusionMatrix(ignore_index=0), "binary"),
     "MulticlassAccuracy": (lambda: syncfree.MulticlassAccuracy(C), "multiclass"),
     "MulticlassAccuracy-top2-micro": (
         lambda: syncfree.MulticlassAccuracy(C, top_k=2, average="micro"), "multiclass"),
@@ -102,7 +103,8 @@ def test_every_public_metric_is_covered():
 def test_metric_makes_no_host_sync(name, dev, group):
     make, kind = METRICS[name]
     metric = make().to(dev)
-    assert all(on_stand_in(b) for b in metric.buffers())
+    assert list(metric.buffers()) == []  # states are not buffers (DDP would broadcast them)
+    assert all(on_stand_in(t) for t in metric.local_states().values())
     batches = [_inputs(kind, dev, seed=s) for s in range(3)]
     with no_host_sync() as g:
         for args in batches[:2]:
@@ -135,6 +137,24 @@ def test_python_numbers_and_weights_make_no_host_sync(dev):
         metrics[0].update(x, weight=w)
         metrics[0].update(3.0, weight=0.5)
     assert g.events == [], g.report()
+
+
+def test_float_labels_and_ignore_index_make_no_host_sync(dev):
+    metrics = [syncfree.BinaryConfusionMatrix(ignore_index=0).to(dev), syncfree.BinaryAccuracy().to(dev),
+               syncfree.MulticlassRecall(C).to(dev), syncfree.MulticlassConfusionMatrix(C, ignore_index=1).to(dev)]
+    bp = torch.tensor([0.3, 2.0, 0.1, 0.9]).to(dev)
+    bt = torch.tensor([1.0, 0.0, 0.5, 1.0]).to(dev)  # float labels, one of them no label
+    mp = torch.tensor([0.0, 1.0, 2.0, 4.0]).to(dev)  # float labels as preds
+    mt = torch.tensor([0.0, 1.0, 1.5, 3.0]).to(dev)
+    with no_host_sync() as g:
+        metrics[0].update(bp, bt.long())
+        metrics[1].update(bp, bt)
+        metrics[2].update(mp, mt)
+        metrics[3].update(mp, mt)
+        for m in metrics:
+            m.compute()
+    assert g.events == [], g.report()
+    assert all(on_stand_in(m.compute()) for m in metrics)
 
 
 def test_collection_of_ten_metrics_is_read_with_one_transfer(dev, group):
@@ -209,7 +229,16 @@ with stand_in() as dev:
     events = [str(e) for e in guard.events]
     with no_host_sync(device=dev) as read:
         values = syncfree.to_host(coll)
-print(json.dumps({"events": events, "reads": len(read.events), "values": values}))
+    # compute() without an explicit sync is global (sync_on_compute=True): an all_reduce, no host sync.
+    with no_host_sync(device=dev) as computing:
+        coll["mean"].update(preds[:, 0])
+        coll["acc"].update(preds, target)
+        coll.compute()
+        coll["mean"].update(preds[:, 1])
+        coll["mean"].compute()
+    computed = syncfree.to_host(coll)
+print(json.dumps({"events": events, "reads": len(read.events), "values": values,
+                  "compute_events": [str(e) for e in computing.events], "computed": computed}))
 dist.destroy_process_group()
 '''
 
@@ -240,3 +269,6 @@ def test_two_rank_gloo_sync_makes_no_host_sync(tmp_path):
         assert out["events"] == [], out["events"]
         assert out["reads"] == 1
     assert outs[0]["values"] == outs[1]["values"]  # both ranks read the global values
+    for out in outs:
+        assert out["compute_events"] == [], out["compute_events"]
+    assert outs[0]["computed"] == outs[1]["computed"]  # compute() alone gave the global values

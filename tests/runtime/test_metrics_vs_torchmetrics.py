@@ -275,3 +275,20 @@ def test_forward_aggregation():
     for v in _values()[:1] + _values()[2:]:
         _close(syncfree.to_host(ours(v)), ref(v))
     _close(syncfree.to_host(ours), ref.compute())
+
+
+# ---- ignore_index and the logits/probabilities decision --------------------------------------
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("preds,target,ignore_index", [
+    ([0.3, 2.0], [1, 0], 0),               # the example: only the ignored entry is a logit
+    ([0.3, 0.9, -4.0, 0.6], [1, 0, -1, 1], -1),
+    ([0.2, 0.7, 5.0, 0.4], [[1, 0], [1, 0]], 1),
+    ([1.5, 0.7, 0.1, 0.4], [0, 1, 0, 1], 0),  # the only logit is ignored
+    ([1.5, 0.7, 0.1, 0.4], [0, 1, 0, 1], 1),  # a kept logit: sigmoid for every entry
+])
+def test_binary_ignore_index_decides_logits_like_torchmetrics(name, preds, target, ignore_index):
+    target = torch.tensor(target)
+    preds = torch.tensor(preds).reshape(target.shape)
+    ours = getattr(syncfree, "Binary" + name)(ignore_index=ignore_index)
+    ref = getattr(tmc, "Binary" + name)(ignore_index=ignore_index)
+    _close(*_run(ours, ref, [(preds, target)]))
