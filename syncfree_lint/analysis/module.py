@@ -681,7 +681,8 @@ class ModuleAnalysis:
         self.function, self.loops, self.guard_depth = saved
         if frame.has_step_loop:  # an epoch function: its own markers run once per call
             self._marker_functions.discard(qualname)
-        elif qualname in self._stepping_functions and self.uses_accelerator:
+        elif qualname in self._stepping_functions and self.uses_accelerator \
+                and not name.startswith(facts.TEST_FUNCTION_PREFIX):
             frame.is_step = True
         kinds = set(frame.returns)
         if len(kinds) == 1:

@@ -33,6 +33,10 @@ OPT_IN_CALLS = frozenset({
     "torch._C._get_tracing_state", "torch.compiler.is_exporting",
 })
 
+#: pytest collects functions named like this and runs each once: stepping the optimizer in one
+#: does not make it a per-step function
+TEST_FUNCTION_PREFIX = "test"
+
 #: base-class name endings that are nn.Modules in practice (FairseqCriterion, BaseModel, ...)
 MODULE_BASE_SUFFIXES = ("Module", "LightningModule", "Criterion", "Loss", "Model", "Net", "Network", "Layer", "Head")
 #: parameters of a step function that hold the batch
