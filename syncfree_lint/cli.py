@@ -108,10 +108,10 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
 
 
 def _finish_threads() -> None:
-    """Let parse threads end before the interpreter does (see engine.join_threads)."""
+    """Let parse threads end before the interpreter does (see parse.join_threads)."""
     import threading
 
-    from syncfree_lint.engine import join_threads
+    from syncfree_lint.parse import join_threads
 
     try:
         join_threads(*(t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon))

@@ -8,24 +8,25 @@ from __future__ import annotations
 
 import ast
 import os
-import queue
-import signal
 import stat
-import threading
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from syncfree_lint.analysis.callgraph import resolve
 from syncfree_lint.analysis.device import may_use_accelerator
-from syncfree_lint.analysis.module import FileFacts, ModuleAnalysis, NoqaFilter
-from syncfree_lint.analysis.scope import STEP, CallGraph
+from syncfree_lint.analysis.filefacts import FileFacts
+from syncfree_lint.analysis.module import ModuleAnalysis
+from syncfree_lint.analysis.summarize import summarize
+from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.project import ProjectIndex, context_files
 from syncfree_lint.rules import ALL_RULES, DEFAULTS, TRACKERS
+from syncfree_lint.parse import newer_syntax_possible, on_parse_thread, parse_module, syntax_error
 from syncfree_lint.source import SourceError, decode_source
 
 # A file can hold a finding only if it can show a tensor or a step: these words are the
@@ -79,86 +80,12 @@ def _rule_instances(enabled: FrozenSet[str]):
     return rules
 
 
-_BLOCKABLE = (
-    {signal.SIGINT, signal.SIGTERM} if hasattr(signal, "pthread_sigmask") and hasattr(signal, "SIGTERM") else set()
-)
-_STACK_BYTES = 512 * 1024 * 1024  # virtual; pages are only touched by deep files
-
-
-def join_threads(*threads: threading.Thread) -> None:
-    """Wait for ``threads`` even through Ctrl-C, then re-raise it."""
-    interrupted: Optional[BaseException] = None
-    for thread in threads:
-        while thread.is_alive():
-            try:
-                thread.join()
-            except KeyboardInterrupt as exc:
-                interrupted = exc
-    if interrupted is not None:
-        raise interrupted
-
-
-class _ParseThread:
-    """One long-lived thread with a large stack that runs every parse of this process.
-
-    libcst's native parser recurses on the C stack of the thread that calls it and overflows
-    8 MiB (a segfault) on very long ``and``/``or`` chains that Python accepts. The thread lives
-    as long as the process (a daemon, idle in a queue between files), so no native thread is
-    ever tearing down while the interpreter exits; signals are blocked in it."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.requests: "queue.SimpleQueue" = queue.SimpleQueue()
-        previous = threading.stack_size()
-        try:
-            threading.stack_size(_STACK_BYTES)
-            self.thread = threading.Thread(target=self._serve, name="syncfree-lint-parse", daemon=True)
-            self.thread.start()
-        finally:
-            threading.stack_size(previous)
-
-    def _serve(self) -> None:
-        if _BLOCKABLE:
-            signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKABLE)
-        while True:
-            function, args, reply = self.requests.get()
-            try:
-                reply.put((True, function(*args)))
-            except BaseException as exc:  # handed back to the caller's thread
-                reply.put((False, exc))
-
-    def call(self, function: Callable[..., FileFacts], *args: object) -> FileFacts:
-        reply: "queue.SimpleQueue" = queue.SimpleQueue()
-        self.requests.put((function, args, reply))
-        interrupted: Optional[BaseException] = None
-        while True:
-            try:
-                ok, value = reply.get()
-                break
-            except KeyboardInterrupt as exc:  # let the parse finish, then stop
-                interrupted = exc
-        if interrupted is not None:
-            raise interrupted
-        if ok:
-            return value
-        raise value
-
-
-_PARSER: Optional[_ParseThread] = None
-
-
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
                 fixes: bool = True) -> FileFacts:
     """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts).
 
-    Runs on the process's parse thread (see ``_ParseThread``)."""
-    global _PARSER
-    if _PARSER is None or _PARSER.pid != os.getpid():  # a forked worker needs its own
-        try:
-            _PARSER = _ParseThread()
-        except (RuntimeError, ValueError, MemoryError):  # platforms that refuse big stacks
-            return _lint_source(path, source, config, enabled, noqa, fixes)
-    return _PARSER.call(_lint_source, path, source, config, enabled, noqa, fixes)
+    Runs on the process's parse thread (see ``syncfree_lint.parse``)."""
+    return on_parse_thread(_lint_source, path, source, config, enabled, noqa, fixes)
 
 
 def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool, fixes: bool) -> FileFacts:
@@ -170,7 +97,7 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     try:
         tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
-        if "too many" in str(error.msg) or not _newer_syntax_possible(error):
+        if "too many" in str(error.msg) or not newer_syntax_possible(error):
             facts.errors.append(Diagnostic(path, error.lineno or 1, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}"))
             return facts
     except (RecursionError, MemoryError):
@@ -180,12 +107,12 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"cannot parse: {error}"))
         return facts
     try:
-        module = _parse(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as exc:
         if tree is not None:  # Python accepts it: a limit of libcst's parser, not the user's error
             facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"libcst cannot parse this file (Python can): {exc.message}"))
         else:
-            facts.errors.append(_syntax_error(path, source, exc))
+            facts.errors.append(syntax_error(path, source, exc))
         return facts
     except RecursionError:
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse"))
@@ -201,53 +128,13 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     )
     try:
         analysis.run()
-        return analysis.facts(config.report_guarded, NoqaFilter(noqa), fixes)
+        return summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
     except RecursionError:
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to analyse (recursion limit)"))
         return facts
     except Exception as exc:  # a bug outside the rules: report it for this file only
         facts.errors.append(Diagnostic(path, 1, 1, "SFL001", f"internal error: {type(exc).__name__}: {exc} (please report this)"))
         return facts
-
-
-def _parse(source: str) -> cst.Module:
-    """libcst's parse without re-validating every node it builds (a third of parse time).
-
-    Validation exists for hand-built nodes; the parser's output is valid by construction.
-    Fixes build nodes with validation on, since this switch is only held during parsing."""
-    base = cst.CSTNode
-    original = base.__post_init__
-    base.__post_init__ = _no_validation  # type: ignore[method-assign]
-    try:
-        return cst.parse_module(source)
-    finally:
-        base.__post_init__ = original  # type: ignore[method-assign]
-
-
-def _no_validation(self: cst.CSTNode) -> None:
-    return None
-
-
-def _newer_syntax_possible(error: SyntaxError) -> bool:
-    """A syntax error that a newer Python might accept (libcst parses up to 3.13 syntax)."""
-    return sys.version_info < (3, 13) and "invalid syntax" in str(error.msg)
-
-
-def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Diagnostic:
-    """Python's own message and position when it agrees the file is invalid (it is exacter)."""
-    try:
-        compile(source, path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
-    except SyntaxError as error:
-        line = error.lineno or exc.raw_line
-        return Diagnostic(path, line, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}")
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    return Diagnostic(path, exc.raw_line, exc.raw_column + 1, "SFL000", f"syntax error: {exc.message}")
-
-
-def read_source(path: str) -> str:
-    """Read and decode a file; raises SourceError with a position on failure."""
-    return decode_source(_read_bytes(path))
 
 
 def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional[str] = None,
@@ -330,52 +217,6 @@ def discover(paths: Sequence[str], config: Config) -> Iterator[str]:
 
 def _clean(path: str) -> str:
     return path[2:] if path.startswith("./") else path
-
-
-def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
-    """Join the run: emit helper findings reached from a step in any file."""
-    index: Dict[str, List[Tuple[str, str]]] = {}
-    for facts in all_facts:
-        prefixes = namespace_prefixes(facts.root)
-        for dotted_name, function_id in facts.functions.items():
-            index.setdefault(dotted_name, []).append((facts.root, function_id))
-            for prefix in prefixes:  # ``from util.misc import f`` where util/ has no __init__.py
-                index.setdefault(f"{prefix}.{dotted_name}", []).append((facts.root, function_id))
-    graph = CallGraph()
-    for facts in all_facts:
-        for source, ref, guarded, hops in facts.edges:
-            if ref[0] == "id":
-                graph.add(source, ref[1], guarded, hops)
-            else:
-                for target in _lookup(index, ref[1], ref[2]):
-                    graph.add(source, target, guarded, hops)
-    unguarded, reached = graph.reachable()
-    out: List[Diagnostic] = []
-    for facts in all_facts:
-        out.extend(facts.errors)
-        out.extend(facts.definite)
-        for function_id, diagnostics in facts.conditional.items():
-            if function_id in unguarded:
-                out.extend(replace(d, reach=unguarded[function_id]) for d in diagnostics)
-            elif function_id in reached:
-                out.extend(replace(d, guarded=True, reach=reached[function_id]) for d in diagnostics)
-    return out
-
-
-def namespace_prefixes(root: str, depth: int = 2) -> List[str]:
-    """Dotted names a module may also be imported under when its folder is a namespace package
-    (no ``__init__.py``): ``/repo/util`` gives ``util`` and ``repo.util``."""
-    parts = [part for part in os.path.abspath(root).split(os.sep) if part]
-    return [".".join(parts[-k:]) for k in range(1, min(depth, len(parts)) + 1)]
-
-
-def _lookup(index: Dict[str, List[Tuple[str, str]]], name: str, importer_root: str) -> List[str]:
-    """Function ids for an imported dotted name; same import root first."""
-    candidates = index.get(name)
-    if not candidates:
-        return []
-    same = [fid for root, fid in candidates if root == importer_root]
-    return same or [fid for _, fid in candidates]
 
 
 def select(diagnostics: Iterable[Diagnostic], config: Config, enabled: FrozenSet[str]) -> List[Diagnostic]:

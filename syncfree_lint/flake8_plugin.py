@@ -24,7 +24,7 @@ Who decides what:
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 __all__ = ["Plugin"]
 

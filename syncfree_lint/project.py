@@ -17,7 +17,7 @@ import pickle
 import tempfile
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from syncfree_lint.analysis.module import FileFacts
+from syncfree_lint.analysis.filefacts import FileFacts
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 #: a project larger than this is not used as context (a home folder with a stray .git)

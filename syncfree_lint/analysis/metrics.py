@@ -7,9 +7,14 @@ MulticlassAccuracy as Acc`` all resolve here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 import libcst as cst
+
+from syncfree_lint.analysis.imports import dotted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.scope import ClassFrame
 
 AGGREGATORS = frozenset({"MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric", "RunningMean", "RunningSum"})
 _CLASSIFICATION_BASES = ("Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "ConfusionMatrix", "AUROC",
@@ -133,3 +138,67 @@ class MetricSite:
     moved: bool = False  # .to(device)/.cuda() seen, or owned by an nn.Module that is moved
     members: Tuple["MetricSite", ...] = field(default=())  # for dicts and collections
     library: str = "torchmetrics"  # or "syncfree": rules about torchmetrics' syncs skip those
+
+
+class MetricSitesMixin:
+    """Where each torchmetrics object of a file was built, for ``ModuleAnalysis`` (which provides
+    the attributes below): ``metric(expr)`` answers which construction an expression refers to."""
+
+    metric_sites: Dict[str, MetricSite]
+    class_frame: Optional["ClassFrame"]
+    statement: Optional[cst.CSTNode]
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
+
+    def metric(self, expr: cst.BaseExpression) -> Optional[MetricSite]:
+        """The torchmetrics object ``expr`` refers to (``self.acc``, ``metrics["acc"]``), or None."""
+        if isinstance(expr, cst.Subscript):
+            group = self.metric(expr.value)
+            if group is None or not group.members:
+                return group
+            key = expr.slice[0].slice.value if isinstance(expr.slice[0].slice, cst.Index) else None  # type: ignore[union-attr]
+            wanted = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+            return next((m for m in group.members if m.name == wanted), group.members[0])
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda"):
+            return self.metric(expr.func.value)
+        name = dotted(expr)
+        return self.metric_sites.get(name) if name is not None else None
+
+    def _metric_site(self, name: str, value: cst.BaseExpression) -> Optional[MetricSite]:
+        """A torchmetrics construction, possibly moved (``Accuracy(...).to(device)``), a dict of
+        them, ``nn.ModuleDict({...})`` or ``MetricCollection(...)``."""
+        moved = False
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda"):
+            moved = True
+            value = value.func.value
+        if isinstance(value, cst.Dict):
+            members = []
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+                    member = self._metric_site(str(element.key.evaluated_value), element.value)
+                    if member is not None:
+                        members.append(member)
+            if not members:
+                return None
+            return MetricSite(name, "dict", None, self.statement, moved, tuple(members))  # type: ignore[arg-type]
+        if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
+            return None
+        qual = self.qualname(value.func) or ""
+        if qual in ("torch.nn.ModuleDict",) and value.args:
+            inner = self._metric_site(name, value.args[0].value)
+            return inner
+        class_name = metric_class(qual)
+        if class_name is None:
+            return None
+        members: Tuple[MetricSite, ...] = ()
+        if class_name == "MetricCollection" and value.args:
+            first = value.args[0].value
+            if isinstance(first, cst.Dict):
+                inner = self._metric_site(name, first)
+                members = inner.members if inner is not None else ()
+            elif isinstance(first, (cst.List, cst.Tuple)):
+                found = [self._metric_site(name, el.value) for el in first.elements]
+                members = tuple(m for m in found if m is not None)
+        in_module = name.startswith("self.") and self.class_frame is not None and self.class_frame.is_module
+        site = MetricSite(name, class_name, value, self.statement, moved=moved or in_module, members=members,
+                          library=qual.split(".")[0])
+        return site

@@ -7,7 +7,7 @@ inside functions stay *conditional* until ``reachable`` has seen the whole call 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -295,41 +295,6 @@ def is_early_exit(node: cst.If) -> Optional[str]:
 
 
 # ------------------------------------------------------------------ the whole-run call graph
-
-Hop = Tuple[str, str]  # (where: "path:line", what: "step loop" / "helper()")
-
-
-@dataclass
-class CallGraph:
-    """Edges between owners: ``STEP`` or a function id -> function ids, with a guard flag and
-    the hops that explain them (the step's origin and the call's place)."""
-
-    edges: Dict[str, List[Tuple[str, bool, Tuple[Hop, ...]]]] = field(default_factory=dict)
-
-    def add(self, source: str, target: str, guarded: bool, hops: Tuple[Hop, ...] = ()) -> None:
-        self.edges.setdefault(source, []).append((target, guarded, hops))
-
-    def reachable(self) -> Tuple[Dict[str, Tuple[Hop, ...]], Dict[str, Tuple[Hop, ...]]]:
-        """(reached on an unguarded path, reached at all) from STEP, each with its chain."""
-        return self._walk(follow_guarded=False), self._walk(follow_guarded=True)
-
-    def _walk(self, follow_guarded: bool) -> Dict[str, Tuple[Hop, ...]]:
-        chains: Dict[str, Tuple[Hop, ...]] = {}
-        frontier = [STEP]
-        chains_of = {STEP: ()}  # type: Dict[str, Tuple[Hop, ...]]
-        while frontier:  # breadth first: the shortest chain explains a helper
-            following = []
-            for node in frontier:
-                for target, guarded, hops in self.edges.get(node, ()):
-                    if guarded and not follow_guarded:
-                        continue
-                    if target not in chains:
-                        chains[target] = chains_of[node] + hops
-                        chains_of[target] = chains[target]
-                        following.append(target)
-            frontier = following
-        return chains
-
 
 def is_opt_in_call(expr: cst.BaseExpression, qualname: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
     """``if torch.onnx.is_in_onnx_export():``: a branch a normal training run never takes."""

@@ -1,7 +1,6 @@
 """SFL5xx: distributed aggregation."""
 from __future__ import annotations
 
-from typing import Optional
 
 import libcst as cst
 

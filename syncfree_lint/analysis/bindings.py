@@ -1,0 +1,203 @@
+"""Bindings: which kind each name holds at each point of the walk (value provenance).
+
+Names are bound in scopes (module, functions, lambdas) as statements finish; ``self.x`` bindings
+made anywhere in a class are remembered on the class. Kinds come from ``analysis.tensors``; loop
+targets, parameters (``batch``, ``x: torch.Tensor``), metric constructions and calls of local
+functions (their return kinds) add what the walk knows.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis.calls import NameRef
+from syncfree_lint.analysis.imports import ImportMap, dotted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
+
+
+class BindingsMixin:
+    """Name -> kind environments for ``ModuleAnalysis`` (which provides the attributes below)."""
+
+    imports: ImportMap
+    function: Optional["FunctionFrame"]
+    class_frame: Optional["ClassFrame"]
+    classes: Dict[str, "ClassFrame"]
+    returns: Dict[str, Optional[str]]
+    _envs: List[Dict[str, Optional[str]]]
+    _kinds: Dict[int, Optional[str]]
+    _stores: Set[int]
+    _prefix: List[str]
+    _generators: Dict[str, str]
+
+    def lookup(self, name: str) -> Optional[str]:
+        for env in reversed(self._envs):
+            if name in env:
+                return env[name]
+        if name.startswith("self.") and self.class_frame is not None:
+            return self.class_frame.attrs.get(name)
+        return None
+
+    def _bind(self, name: str, kind: Optional[str]) -> None:
+        if self._kinds:
+            self._kinds.clear()
+        self._envs[-1][name] = kind
+        if name.startswith("self.") and self.class_frame is not None and self.function is not None:
+            previous = self.class_frame.attrs.get(name)
+            if kind is not None or previous is None:
+                self.class_frame.attrs[name] = kind
+
+    def _evidence(self, expr: cst.BaseExpression, kind: str) -> None:
+        """Learn a name's kind from how it is used (``loss.backward()`` -> tensor)."""
+        name = dotted(expr)
+        if name is not None and self.lookup(name) is None and not self.imports.imported(name.split(".")[0]):
+            self._bind(name, kind)
+
+    def _bind_target(self, target: cst.BaseExpression, kind: Optional[str]) -> None:
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            name = dotted(target)
+            if name is not None:
+                self._bind(name, kind)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            element_kind = kind if kind in T.DEVICE_TENSORS else None
+            for element in target.elements:
+                self._bind_target(element.value, element_kind)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, None)
+
+    def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        if len(targets) == 1:
+            target_name = dotted(targets[0])
+            if target_name is not None:
+                site = self._metric_site(target_name, value)
+                if site is not None:
+                    self.metric_sites[target_name] = site
+                    self.all_metric_sites.append(site)
+                    self.all_metric_sites.extend(site.members)
+                    self._bind(target_name, T.METRIC)
+                    return
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(targets) == 1:
+            name = dotted(targets[0])
+            local = self.resolve_local(NameRef(value.func.value, ".".join(self._prefix)))
+            if name is not None and local:
+                self._generators[name] = local[0]  # next(name) runs the function's body
+        for target in targets:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                kinds = self._elementwise(value, len(target.elements))
+                if kinds is not None:
+                    for element, kind in zip(target.elements, kinds):
+                        self._bind_target(element.value, kind)
+                    continue
+            self._bind_target(target, self.kind(value))
+
+    def _elementwise(self, value: cst.BaseExpression, count: int) -> Optional[List[Optional[str]]]:
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count:
+            return [self.kind(el.value) for el in value.elements]
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value in ("prepare", "setup") and len(value.args) == count:
+                return [self.kind(arg.value) for arg in value.args]
+        return None
+
+    def _call_kind(self, call: cst.Call) -> Optional[str]:
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in self.returns:
+                return self.returns[name]
+            if name in self.classes:
+                return T.MODULE if self.classes[name].is_module else None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            if self.class_frame is not None:
+                key = f"{self.class_frame.qualname}.{func.attr.value}"
+                if key in self.returns:
+                    return self.returns[key]
+        return None
+
+    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool,
+                          item_kind: str = T.BATCH) -> None:
+        """Kinds of a loop's names: ``enumerate`` and ``range`` give host ints, a mapping's keys
+        are host values (``for k, v in batch.items()``), a loader gives batches (``item_kind``:
+        host tensors when the loop moves them to a device itself)."""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            called = iterable.func.value
+            if called == "enumerate" and iterable.args and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                self._bind_target(target.elements[0].value, T.NUMBER)
+                self._bind_loop_target(target.elements[1].value, iterable.args[0].value, over_loader, item_kind)
+                return
+            if called == "range":
+                self._bind_target(target, T.NUMBER)
+                return
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+                and iterable.func.attr.value in ("items", "keys") and not iterable.args:
+            mapping = self.kind(iterable.func.value)
+            if iterable.func.attr.value == "keys":
+                self._bind_target(target, T.OTHER)
+            elif isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                self._bind_target(target.elements[0].value, T.OTHER)
+                value = target.elements[1].value
+                if mapping == T.BATCH:
+                    self._bind_batch(value, T.BATCH)
+                else:
+                    self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS else None)
+            else:
+                self._bind_target(target, None)
+            return
+        if over_loader:
+            self._bind_batch(target, item_kind)
+            return
+        kind = self.kind(iterable)
+        if kind == T.BATCH:
+            self._bind_batch(target, T.BATCH)
+        else:
+            self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
+
+    def _bind_batch(self, target: cst.BaseExpression, kind: str) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_batch(element.value, kind)
+        elif isinstance(target, (cst.Name, cst.Attribute)):
+            self._bind_target(target, kind)
+
+    def _annotated_kind(self, annotation: Optional[cst.Annotation]) -> Optional[str]:
+        """``x: torch.Tensor`` / ``Optional[torch.Tensor]``: the author says it is a tensor."""
+        if annotation is None:
+            return None
+        node = annotation.annotation
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            if (self.qualname(node.value) or "").rsplit(".", 1)[-1] == "Optional":
+                node = node.slice[0].slice.value
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+            if isinstance(node.right, cst.Name) and node.right.value == "None":
+                node = node.left  # torch.Tensor | None
+        if isinstance(node, (cst.Name, cst.Attribute)) and self.qualname(node) == "torch.Tensor":
+            return T.TENSOR
+        return None
+
+    def _mark_store(self, target: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Subscript, cst.Name, cst.Attribute)):
+            self._stores.add(id(target))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._mark_store(element.value)
+
+    def _learn_from_call(self, node: cst.Call, func: cst.BaseExpression, qual: Optional[str]) -> None:
+        if isinstance(func, cst.Attribute):
+            attr = func.attr.value
+            if attr in ("to", "cuda"):
+                site = self.metric(func.value)
+                if site is not None:
+                    site.moved = True
+                    for member in site.members:
+                        member.moved = True
+            if attr == "backward" and not node.args:
+                self._evidence(func.value, T.TENSOR)
+            elif attr == "backward" and node.args:
+                self._evidence(node.args[0].value, T.TENSOR)  # accelerator.backward(loss)
+            elif attr in T.MODULE_EVIDENCE_METHODS and attr != "zero_grad":
+                self._evidence(func.value, T.MODULE)
+        if qual is not None and qual.startswith("torch.distributed.") and node.args:
+            if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
+                self._evidence(node.args[0].value, T.TENSOR)

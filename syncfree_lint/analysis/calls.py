@@ -1,0 +1,145 @@
+"""Calls: what a call in this file may run, as typed references resolved against the file.
+
+A call is recorded as a reference (``NameRef``: ``f()``; ``SelfRef``: ``self.m()``; ``DottedRef``:
+an imported ``pkg.mod.f``). ``resolve_local`` turns a reference into the qualnames of functions
+defined in this module; imported ones are resolved by the whole run (``analysis.callgraph``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
+
+import libcst as cst
+
+from syncfree_lint.analysis.imports import ImportMap, dotted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
+
+#: modules whose functions never run user code (no edge is recorded for them)
+_LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
+#: wrappers whose first argument is the iterable a loop really runs
+_ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip"})
+
+
+@dataclass(frozen=True)
+class NameRef:
+    """``f()`` or ``Class.static()`` looked up from ``scope`` (the caller's dotted prefix) outwards."""
+
+    name: str
+    scope: str
+
+
+@dataclass(frozen=True)
+class SelfRef:
+    """``self.method()`` inside ``class_qualname``."""
+
+    class_qualname: str
+    method: str
+
+
+@dataclass(frozen=True)
+class DottedRef:
+    """An imported function, by its qualified name."""
+
+    qualname: str
+
+
+CallRef = Union[NameRef, SelfRef, DottedRef]
+
+
+def callee_name(ref: CallRef) -> str:
+    """How a reach chain shows the call: ``helper()``."""
+    if isinstance(ref, SelfRef):
+        return ref.method + "()"
+    text = ref.name if isinstance(ref, NameRef) else ref.qualname
+    return text.rsplit(".", 1)[-1] + "()"
+
+
+class CallsMixin:
+    """Call references for ``ModuleAnalysis`` (which provides the attributes declared here)."""
+
+    imports: ImportMap
+    functions: Dict[str, "FunctionFrame"]
+    classes: Dict[str, "ClassFrame"]
+    class_frame: Optional["ClassFrame"]
+    _prefix: List[str]
+    _generators: Dict[str, str]
+    _call_args: Sequence[cst.Arg]
+
+    def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[CallRef]:
+        prefix = ".".join(self._prefix)
+        if isinstance(func, cst.Name):
+            if func.value == "next" and self._call_args and isinstance(self._call_args[0].value, cst.Name):
+                it = self._call_args[0].value.value
+                if it in self._generators:
+                    return NameRef(it, prefix)
+            if self.imports.imported(func.value):
+                return DottedRef(qual or func.value)
+            return NameRef(func.value, prefix)
+        if isinstance(func, cst.Attribute):
+            if isinstance(func.value, cst.Name) and func.value.value == "self" and self.class_frame is not None:
+                return SelfRef(self.class_frame.qualname, func.attr.value)
+            text = dotted(func)
+            if text is None:
+                return None
+            if self.imports.imported(text.split(".")[0]):
+                if (qual or "").split(".")[0] in _LIBRARY_HEADS:
+                    return None
+                return DottedRef(qual or text)
+            return NameRef(text, prefix)  # Class.static_method() of this module
+        return None
+
+    def _iterated_function(self, iterable: cst.BaseExpression) -> Optional[CallRef]:
+        """A generator run by the loop: ``for b in batches():`` or ``for b in it`` (it = batches())."""
+        prefix = ".".join(self._prefix)
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            if iterable.func.value in _ITERATION_WRAPPERS:
+                return self._iterated_function(iterable.args[0].value) if iterable.args else None
+            return NameRef(iterable.func.value, prefix)
+        if isinstance(iterable, cst.Name) and iterable.value in self._generators:
+            return NameRef(iterable.value, prefix)
+        return None
+
+    def resolve_local(self, ref: CallRef) -> List[str]:
+        """The local qualnames a call may run, when they are defined in this module.
+
+        A bare name is looked up from the innermost enclosing function outwards; ``self.m()``
+        finds ``m`` in the class or its local bases, plus overrides in local subclasses."""
+        if isinstance(ref, NameRef):
+            parts = ref.scope.split(".") if ref.scope else []
+            for depth in range(len(parts), -1, -1):
+                key = ".".join(parts[:depth] + [ref.name])
+                if key in self.functions:
+                    return [key]
+                if key in self._generators:
+                    return [self._generators[key]]
+            return []
+        if isinstance(ref, SelfRef):
+            found: List[str] = []
+            owner = self.classes.get(ref.class_qualname)
+            seen = 0
+            while owner is not None and seen < 10:
+                key = f"{owner.qualname}.{ref.method}"
+                if key in self.functions:
+                    found.append(key)
+                    break
+                owner = next((self.classes[b] for b in owner.bases if b in self.classes), None)
+                seen += 1
+            for sub in self._subclasses(ref.class_qualname):
+                key = f"{sub}.{ref.method}"
+                if key in self.functions and key not in found:
+                    found.append(key)
+            return found
+        return []
+
+    def _subclasses(self, qualname: str) -> List[str]:
+        out: List[str] = []
+        frontier = [qualname]
+        while frontier:
+            base = frontier.pop()
+            for name, frame in self.classes.items():
+                if base in frame.bases and name not in out:
+                    out.append(name)
+                    frontier.append(name)
+        return out

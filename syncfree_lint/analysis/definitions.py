@@ -1,0 +1,124 @@
+"""Definitions: what the walk learns at each ``def`` and ``class``.
+
+A function gets a frame (is it a step function by name, by being ``forward`` of a module, or by
+stepping the optimizer in its own body; does it hold its own step loop), its parameters' kinds,
+and its return kind. A class records whether it is an ``nn.Module`` and its local bases.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Set
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis.imports import ImportMap
+from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
+from syncfree_lint.knowledge import frequency as facts
+
+
+class DefinitionsMixin:
+    """``def`` and ``class`` handling for ``ModuleAnalysis`` (which provides the attributes below)."""
+
+    imports: ImportMap
+    statement: Optional[cst.CSTNode]
+    function: Optional[FunctionFrame]
+    class_frame: Optional[ClassFrame]
+    loops: List[LoopFrame]
+    guard_depth: int
+    step_functions: frozenset
+    uses_accelerator: bool
+    functions: Dict[str, FunctionFrame]
+    classes: Dict[str, ClassFrame]
+    returns: Dict[str, Optional[str]]
+    module_env: Dict[str, Optional[str]]
+    _envs: List[Dict[str, Optional[str]]]
+    _kinds: Dict[int, Optional[str]]
+    _prefix: List[str]
+    _marker_functions: Set[str]
+    _stepping_functions: Set[str]
+    _rules: Callable[[cst.CSTNode], None]
+    _visit: Callable[[cst.CSTNode], None]
+    _suite: Callable[[Optional[cst.CSTNode]], None]
+    _annotated_kind: Callable[[Optional[cst.Annotation]], Optional[str]]
+
+    def _function(self, node: cst.FunctionDef) -> None:
+        self.statement = node
+        self._rules(node)
+        for decorator in node.decorators:
+            self._visit(decorator.decorator)
+        name = node.name.value
+        qualname = ".".join(self._prefix + [name])
+        is_step = (name in self.step_functions or (
+            name == "forward" and self.class_frame is not None and self.class_frame.is_module
+        )) and self.uses_accelerator
+        frame = FunctionFrame(qualname, name, is_step, self.class_frame, node)
+        self.functions[qualname] = frame
+        saved = (self.function, self.loops, self.guard_depth)
+        self.function, self.loops, self.guard_depth = frame, [], 0
+        env: Dict[str, Optional[str]] = {}
+        self._envs.append(env)
+        self._kinds.clear()
+        for param in self._params(node.params):
+            pname = param.name.value
+            if pname == "self" and self.class_frame is not None:
+                env[pname] = T.MODULE if self.class_frame.is_module else None
+            elif pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE):
+                env[pname] = T.BATCH
+            else:
+                env[pname] = self._annotated_kind(param.annotation)
+            if param.default is not None:
+                self._visit(param.default)
+        self._prefix.append(name)
+        self._suite(node.body)
+        self._prefix.pop()
+        self._envs.pop()
+        self._kinds.clear()
+        self.function, self.loops, self.guard_depth = saved
+        if frame.has_step_loop:  # an epoch function: its own markers run once per call
+            self._marker_functions.discard(qualname)
+        elif qualname in self._stepping_functions and self.uses_accelerator \
+                and not name.startswith(facts.TEST_FUNCTION_PREFIX):
+            frame.is_step = True
+        kinds = set(frame.returns)
+        if len(kinds) == 1:
+            self.returns[qualname] = kinds.pop()
+        elif kinds and kinds <= T.DEVICE_TENSORS | {None} and kinds & T.DEVICE_TENSORS:
+            self.returns[qualname] = T.TENSOR
+
+    @staticmethod
+    def _params(params: cst.Parameters) -> List[cst.Param]:
+        out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+        if isinstance(params.star_arg, cst.Param):
+            out.append(params.star_arg)
+        if params.star_kwarg is not None:
+            out.append(params.star_kwarg)
+        return out
+
+    def _class(self, node: cst.ClassDef) -> None:
+        self.statement = node
+        self._rules(node)
+        for decorator in node.decorators:
+            self._visit(decorator.decorator)
+        bases = []
+        is_module = False
+        for base in node.bases:
+            self._visit(base.value)
+            qual = self.imports.qualname(base.value) or ""
+            bases.append(qual)
+            last = qual.rsplit(".", 1)[-1]
+            if qual.startswith("torch.nn.") or last.endswith(facts.MODULE_BASE_SUFFIXES) or (
+                qual in self.classes and self.classes[qual].is_module
+            ):
+                is_module = True
+        name = node.name.value
+        qualname = ".".join(self._prefix + [name])
+        frame = ClassFrame(qualname, name, is_module, tuple(bases))
+        self.classes[qualname] = frame
+        if is_module and not self._prefix:
+            self.module_env[name] = T.MODULE_CLASS
+        saved = self.class_frame
+        self.class_frame = frame
+        self._prefix.append(name)
+        self._suite(node.body)
+        self._prefix.pop()
+        self.class_frame = saved

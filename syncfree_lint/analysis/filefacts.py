@@ -1,0 +1,68 @@
+"""What one file contributes to a run: findings, and its part of the call graph.
+
+Plain data that crosses process boundaries (``--jobs``) and is stored in the cache: no libcst
+trees, only strings and numbers. Function ids are ``path::qualname``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis.calls import CallRef
+from syncfree_lint.analysis.scope import STEP, Placement
+from syncfree_lint.diagnostic import Diagnostic
+
+Hop = Tuple[str, str]  # (where: "path:line", what: "step loop" / "helper()"), a link of a reach chain
+
+
+@dataclass
+class Finding:
+    """A rule's report before its position and owner are settled."""
+
+    code: str
+    message: str
+    node: cst.CSTNode
+    statement: Optional[cst.CSTNode]
+    placement: Optional[Placement]  # None: reported wherever it is (not step-gated)
+    fix: Optional[object] = None  # a Fix, or a FixPlan built once positions are known
+
+
+@dataclass
+class CallSite:
+    """A call the walk saw: where it sits, what it may run, and its statement (for the reach)."""
+
+    placement: Placement
+    ref: CallRef
+    statement: Optional[cst.CSTNode] = None
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``source`` (STEP or a function id) may run ``target``: a function id of the same file, or a
+    dotted name imported from elsewhere (resolved against the whole run)."""
+
+    source: str
+    target: str
+    imported: bool
+    importer_root: str
+    guarded: bool
+    hops: Tuple[Hop, ...]
+
+
+@dataclass
+class FileFacts:
+    """What one file contributes to the run: findings, and its part of the call graph."""
+
+    path: str
+    module_name: str
+    root: str
+    definite: List[Diagnostic] = field(default_factory=list)
+    conditional: Dict[str, List[Diagnostic]] = field(default_factory=dict)  # function id -> findings
+    edges: List[Edge] = field(default_factory=list)
+    functions: Dict[str, str] = field(default_factory=dict)  # dotted name -> function id
+    errors: List[Diagnostic] = field(default_factory=list)
+
+
+__all__ = ["STEP", "Hop", "Finding", "CallSite", "Edge", "FileFacts"]

@@ -1,0 +1,125 @@
+"""From a finished walk to the file's facts: positions, owners, fix edits and call edges.
+
+``summarize`` is the only place that turns libcst nodes into line numbers; what it returns is
+plain data (``analysis.filefacts``) that the whole run joins in ``analysis.callgraph``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis.calls import DottedRef, callee_name
+from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop
+from syncfree_lint.analysis.positions import PositionFinder
+from syncfree_lint.analysis.scope import STEP
+from syncfree_lint.analysis.suppression import NoqaFilter
+from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
+from syncfree_lint.fixes.plan import Replace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.module import ModuleAnalysis
+
+
+def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fixes: bool = True) -> FileFacts:
+    """Positions, owners and the call graph of one walked file, ready for the whole run.
+
+    ``fixes=False`` skips building fix edits (they need exact positions, which cost a code
+    generation pass): plain reports do not show them."""
+    facts = FileFacts(walk.path, walk.module_name, walk.root)
+
+    def function_id(qual: str) -> str:
+        return f"{walk.path}::{qual}"
+
+    for qual in walk.functions:
+        full = f"{walk.module_name}.{qual}" if walk.module_name else qual
+        facts.functions[full] = function_id(qual)
+    finder: Optional[PositionFinder] = None
+    for site in walk.calls:
+        owner = site.placement.owner()
+        if owner is None:
+            continue
+        local = walk.resolve_local(site.ref)
+        if not local and not isinstance(site.ref, DottedRef):
+            continue
+        if finder is None:
+            finder = PositionFinder(walk.source, walk.module, walk.tree)
+        source = STEP if owner == STEP else function_id(owner)
+        hops = _hops(walk.path, site, finder, owner == STEP)
+        guarded = site.placement.guarded
+        for target in local:
+            facts.edges.append(Edge(source, function_id(target), False, walk.root, guarded, hops))
+        if not local and isinstance(site.ref, DottedRef):
+            facts.edges.append(Edge(source, site.ref.qualname, True, walk.root, guarded, hops))
+    for finding in walk.findings:
+        placement = finding.placement
+        owner = STEP if placement is None else placement.owner()
+        if owner is None:
+            continue
+        guarded = placement is not None and placement.guarded
+        if guarded and not report_guarded and owner == STEP:
+            continue
+        if finder is None:
+            finder = PositionFinder(walk.source, walk.module, walk.tree)
+        line, col, end_line, end_col = finder.position(finding.statement, finding.node)
+        if noqa.suppressed(finder.line_text(line), finding.code):
+            continue
+        origin = placement.step_origin() if placement is not None and owner == STEP else None
+        reach = (_origin_hop(walk.path, origin, finder),) if origin is not None else ()
+        fix = _fix(finding, finder, walk.newline) if fixes else None
+        diagnostic = Diagnostic(walk.path, line, col, finding.code, finding.message, fix, end_line, end_col,
+                                guarded, reach)
+        if owner == STEP:
+            facts.definite.append(diagnostic)
+        else:
+            facts.conditional.setdefault(function_id(owner), []).append(diagnostic)
+    for code, exc in walk.rule_errors:
+        facts.errors.append(Diagnostic(
+            walk.path, 1, 1, "SFL001",
+            f"internal error in rule {code}: {type(exc).__name__}: {exc} (other rules still ran; please report this)",
+        ))
+    return facts
+
+
+def _origin_hop(path: str, origin: cst.CSTNode, finder: PositionFinder) -> Hop:
+    line = finder.position(origin, origin)[0]
+    if isinstance(origin, cst.FunctionDef):
+        return (f"{path}:{line}", f"step function {origin.name.value}()")
+    return (f"{path}:{line}", "step loop")
+
+
+def _hops(path: str, site: CallSite, finder: PositionFinder, from_step: bool) -> Tuple[Hop, ...]:
+    """The reach chain's links for one call: the step's origin (when the caller is the step
+    itself), then the call."""
+    hops = []
+    origin = site.placement.step_origin() if from_step else None
+    if origin is not None:
+        hops.append(_origin_hop(path, origin, finder))
+    statement = site.statement
+    line = finder.position(statement, statement)[0] if statement is not None else 1
+    hops.append((f"{path}:{line}", callee_name(site.ref)))
+    return tuple(hops)
+
+
+def _fix(finding: Finding, finder: PositionFinder, newline: str) -> Optional[Fix]:
+    plan: Any = finding.fix
+    if plan is None:
+        return None
+    if isinstance(plan, Fix):
+        return plan
+    parts = plan.build()
+    if not parts:
+        return None
+    edits = tuple(_edit_for(part, finder, newline) for part in parts)
+    return Fix(plan.title, plan.applicability, edits)
+
+
+def _edit_for(part: Any, finder: PositionFinder, newline: str) -> Edit:
+    """Text edits at exact positions (libcst's own), never found by searching the text."""
+    if isinstance(part, Replace):
+        line, col, end_line, end_col = finder.exact(part.node)
+        return Edit((line, col - 1), (end_line, end_col - 1), part.text)
+    line, _, end_line, end_col = finder.exact(part.statement)
+    text = finder.line_text(line)
+    indent = text[: len(text) - len(text.lstrip(" \t"))]  # the new line sits in the same block
+    return Edit((end_line, end_col - 1), (end_line, end_col - 1), newline + indent + part.text)
