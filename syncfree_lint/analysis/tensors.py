@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.knowledge import torch_api as api
 
 TENSOR = "tensor"
 MASK = "mask"  # boolean tensor
@@ -34,106 +35,18 @@ NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, N
 
 Lookup = Callable[[str], Optional[str]]
 
-# torch functions that return Python values or non-tensor objects
-_TORCH_NON_TENSOR_PREFIXES = (
-    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.optim.", "torch.utils.",
-    "torch.jit.", "torch.profiler.", "torch.amp.", "torch.testing.", "torch.hub.", "torch.onnx.",
-    "torch.multiprocessing.", "torch.mps.", "torch.xpu.", "torch.accelerator.", "torch.compiler.",
-    "torch._dynamo.", "torch.library.", "torch.overrides.", "torch.fx.", "torch.export.",
-    "torch.serialization.", "torch.random.", "torch.backends.",
-)
-_TORCH_NON_TENSOR = frozenset({
-    "torch.device", "torch.dtype", "torch.Size", "torch.is_tensor", "torch.is_storage",
-    "torch.is_floating_point", "torch.is_complex", "torch.numel", "torch.get_default_dtype",
-    "torch.set_default_dtype", "torch.manual_seed", "torch.seed", "torch.initial_seed",
-    "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
-    "torch.is_grad_enabled", "torch.autocast", "torch.load", "torch.save", "torch.Generator",
-    "torch.finfo", "torch.iinfo", "torch.get_num_threads", "torch.set_num_threads",
-    "torch.set_float32_matmul_precision", "torch.use_deterministic_algorithms",
-    "torch.set_printoptions", "torch.get_rng_state", "torch.set_rng_state",
-    "torch.autograd.backward", "torch.autograd.set_detect_anomaly", "torch.autograd.profiler",
-    "torch.set_default_device", "torch.is_inference_mode_enabled", "torch.is_autocast_enabled",
-    "torch.allclose", "torch.equal", "torch.is_nonzero", "torch.are_deterministic_algorithms_enabled",
-})
-_TORCH_NUMBER = frozenset({
-    "torch.numel", "torch.distributed.get_rank", "torch.distributed.get_world_size",
-    "torch.cuda.device_count", "torch.cuda.current_device", "torch.cuda.max_memory_allocated",
-    "torch.cuda.memory_allocated", "torch.cuda.max_memory_reserved", "torch.cuda.memory_reserved",
-    "torch.get_num_threads",
-})
-# factories: host tensors unless a device is given
-_TORCH_FACTORIES = frozenset({
-    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
-    "rand", "randn", "randint", "randperm", "eye", "from_numpy", "Tensor", "FloatTensor",
-    "LongTensor", "IntTensor", "BoolTensor", "DoubleTensor", "HalfTensor", "ByteTensor",
-    "empty_strided", "normal", "bernoulli", "scalar_tensor",
-})
-_MASK_FUNCTIONS = frozenset({
-    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "logical_and", "logical_or",
-    "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "greater", "less",
-    "greater_equal", "less_equal", "not_equal", "isin", "isclose", "signbit", "bool",
-    "bitwise_not",
-})
-# tensor methods returning Python values (not tensors)
 _TENSOR_VALUE_METHODS = {
-    "item": NUMBER, "tolist": OTHER, "numpy": NUMPY, "size": OTHER, "dim": NUMBER,
-    "ndimension": NUMBER, "numel": NUMBER, "nelement": NUMBER, "element_size": NUMBER,
-    "data_ptr": NUMBER, "get_device": NUMBER, "is_contiguous": OTHER, "stride": OTHER,
-    "storage_offset": NUMBER, "is_floating_point": OTHER, "is_complex": OTHER, "type": OTHER,
-    "__len__": NUMBER, "register_hook": OTHER, "backward": OTHER, "untyped_storage": OTHER,
-    "is_pinned": OTHER, "is_shared": OTHER, "equal": OTHER, "allclose": OTHER,
+    **{name: NUMBER for name in api.TENSOR_NUMBER_METHODS},
+    **{name: NUMPY for name in api.TENSOR_NUMPY_METHODS},
+    **{name: OTHER for name in api.TENSOR_OTHER_METHODS},
 }
-_TENSOR_NON_TENSOR_ATTRS = frozenset({
-    "shape", "dtype", "device", "is_cuda", "ndim", "requires_grad", "is_leaf", "layout",
-    "names", "itemsize", "nbytes", "grad_fn", "is_sparse", "is_quantized", "is_meta",
-})
-# ``.values``/``.indices`` of max/min/topk/sort results
-_TENSOR_TENSOR_ATTRS = frozenset({"grad", "data", "T", "mT", "H", "mH", "real", "imag", "values", "indices"})
-_MODULE_METHODS_KEEP = frozenset({
-    "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_",
-    "apply", "type", "share_memory",
-})
-#: methods whose presence on a name proves it is an nn.Module
-MODULE_EVIDENCE_METHODS = frozenset({
-    "parameters", "named_parameters", "named_modules", "modules", "train", "eval",
-    "state_dict", "load_state_dict", "named_children", "children", "buffers", "named_buffers",
-    "register_forward_hook", "register_buffer", "zero_grad",
-})
-_NUMBER_CALLS = frozenset({
-    "len", "float", "int", "round", "ord", "hash", "id", "time.time", "time.perf_counter",
-    "time.monotonic", "time.process_time", "time.time_ns", "time.perf_counter_ns",
-})
-_OTHER_CALLS = frozenset({
-    "str", "repr", "format", "list", "dict", "tuple", "set", "frozenset", "sorted", "range",
-    "open", "print", "isinstance", "type", "bool", "enumerate", "zip", "map", "filter",
-    "getattr", "vars", "dir", "super", "object", "iter", "bytes",
-})
-_MODULE_WRAPPERS = frozenset({
-    "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
-    "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script",
-    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
-    "torch.jit.trace", "torch.nn.utils.parametrize",
-})
-_LOADER_CLASSES = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-_ACCELERATOR_CLASSES = ("accelerate.Accelerator", "lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric")
-
-CPU_DEVICE_TEXTS = frozenset({"'cpu'", '"cpu"'})
-
-# Names that hold models in practice (``model``, ``self.net``, ``text_encoder``, ``ema_model``):
-# weak evidence, used only when nothing is known about the name.
-_MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
-                 "transformer", "controlnet", "ema", "pipe", "pipeline", "teacher", "student",
-                 "discriminator", "generator", "critic", "actor")
+MODULE_EVIDENCE_METHODS = api.MODULE_EVIDENCE_METHODS
 
 
 def looks_like_module(name: str) -> bool:
     """``model``, ``net``, ``text_encoder``, ``ema_model``, ``self.backbone``: named like a model."""
     last = name.rsplit(".", 1)[-1].lower().rstrip("0123456789_")
-    return last in _MODULE_WORDS or last.endswith(tuple("_" + word for word in _MODULE_WORDS))
-
-
-def is_device_tensor(kind: Optional[str]) -> bool:
-    return kind in DEVICE_TENSORS
+    return last in api.MODULE_WORDS or last.endswith(tuple("_" + word for word in api.MODULE_WORDS))
 
 
 def is_cpu_device(expr: cst.BaseExpression, imports: ImportMap) -> bool:
@@ -217,9 +130,9 @@ class TensorInference:
         base = self.kind(node.value)
         attr = node.attr.value
         if base in DEVICE_TENSORS or base in _HOST_TENSORS:
-            if attr in _TENSOR_NON_TENSOR_ATTRS:
+            if attr in api.TENSOR_NON_TENSOR_ATTRS:
                 return OTHER
-            if attr in _TENSOR_TENSOR_ATTRS:
+            if attr in api.TENSOR_TENSOR_ATTRS:
                 return TENSOR if base in DEVICE_TENSORS else HOST_TENSOR
             if base in (BATCH, HOST_BATCH):
                 return base
@@ -310,30 +223,30 @@ class TensorInference:
         return None
 
     def _qualified_call(self, qual: str, node: cst.Call) -> Optional[str]:
-        if qual in _NUMBER_CALLS or qual.startswith("math."):
+        if qual in api.NUMBER_CALLS or qual.startswith("math."):
             if qual == "float" or qual == "int":
                 return NUMBER
             return NUMBER
-        if qual in _OTHER_CALLS:
+        if qual in api.OTHER_CALLS:
             return OTHER
         if qual.startswith("numpy.") or qual == "numpy":
             return NUMPY
         if qual.startswith("random."):
             return NUMBER
-        if qual in _MODULE_WRAPPERS:
+        if qual in api.MODULE_WRAPPERS:
             first = positional(node, 0)
             if qual == "torch.compile" and first is not None:
                 return self.kind(first) or MODULE
             return MODULE
-        if qual in _LOADER_CLASSES:
+        if qual in api.LOADER_CLASSES:
             return LOADER
-        if qual.startswith(_ACCELERATOR_CLASSES):
+        if qual.startswith(api.ACCELERATOR_CLASSES):
             return ACCELERATOR
         if not qual.startswith("torch."):
             return None
-        if qual in _TORCH_NUMBER:
+        if qual in api.TORCH_NUMBER:
             return NUMBER
-        if qual in _TORCH_NON_TENSOR or qual.startswith(_TORCH_NON_TENSOR_PREFIXES):
+        if qual in api.TORCH_NON_TENSOR or qual.startswith(api.TORCH_NON_TENSOR_PREFIXES):
             if qual.startswith("torch.utils.data.") and qual.endswith("DataLoader"):
                 return LOADER
             if qual in ("torch.nn.utils.clip_grad_norm_",):
@@ -348,7 +261,7 @@ class TensorInference:
             return TENSOR
         if qual.startswith("torch.nn."):
             return MODULE if last[:1].isupper() else None
-        if last in _TORCH_FACTORIES:
+        if last in api.TORCH_FACTORIES:
             dtype = keyword(node, "dtype")
             if dtype is not None and (dotted(dtype.value) or "").endswith(".bool"):
                 return MASK  # a boolean mask, wherever it lives, makes indexing data-dependent
@@ -366,7 +279,7 @@ class TensorInference:
             if device is not None:
                 return HOST_TENSOR if is_cpu_device(device.value, self.imports) else TENSOR
             return self.kind(first) if first is not None else TENSOR
-        if last in _MASK_FUNCTIONS:
+        if last in api.MASK_FUNCTIONS:
             return MASK if self._from_args(node, TENSOR) != HOST_TENSOR else HOST_TENSOR
         if last == "where":
             branch = positional(node, 1)
@@ -395,13 +308,13 @@ class TensorInference:
                 return HOST_TENSOR
             if name in ("to", "cuda", "pin_memory"):
                 return self._moved(node, receiver)
-            if name in _MASK_FUNCTIONS:
+            if name in api.MASK_FUNCTIONS:
                 return MASK if receiver not in _HOST_TENSORS else HOST_TENSOR
             if receiver in (BATCH, HOST_BATCH) and name in ("get", "values", "items", "keys"):
                 return receiver
             return TENSOR if receiver in DEVICE_TENSORS else HOST_TENSOR
         if receiver == MODULE:
-            if name in _MODULE_METHODS_KEEP:
+            if name in api.MODULE_METHODS_KEEP:
                 return MODULE
             if name in ("forward", "__call__"):
                 return TENSOR

@@ -178,3 +178,61 @@ def test_configured_flag_words_guard_a_step(tmp_path) -> None:
 ])
 def test_cpu_evidence_is_a_choice_of_device(source: str, expected: bool) -> None:
     assert may_use_accelerator(source, ast.parse(source)) is expected
+
+
+# ---------------------------------------------------------------- torch API tables, through inference
+from syncfree_lint.analysis import tensors as T  # noqa: E402
+from syncfree_lint.analysis.module import ModuleAnalysis  # noqa: E402
+from syncfree_lint.knowledge import torch_api as api  # noqa: E402
+
+
+def kind_of(expression: str) -> object:
+    """The kind bound to ``v = <expression>`` after ``x`` is made a device tensor."""
+    source = f'import torch\nimport numpy\nx = torch.randn(3, device="cuda")\nv = {expression}\n'
+    walk = ModuleAnalysis("t.py", source, cst.parse_module(source), [], frozenset())
+    walk.run()
+    return walk.module_env.get("v")
+
+
+@pytest.mark.parametrize("qualname", sorted(api.TORCH_NUMBER))
+def test_torch_number_functions(qualname: str) -> None:
+    assert kind_of(f"{qualname}()") == T.NUMBER
+
+
+@pytest.mark.parametrize("name", sorted(api.TORCH_FACTORIES))
+def test_factories_are_host_unless_given_a_device(name: str) -> None:
+    assert kind_of(f"torch.{name}(3)") in (T.HOST_TENSOR, T.MASK)
+    assert kind_of(f'torch.{name}(3, device="cuda")') in (T.TENSOR, T.MASK)
+
+
+@pytest.mark.parametrize("name", sorted(api.MASK_FUNCTIONS - {"bool"}))
+def test_mask_functions_on_a_device_tensor(name: str) -> None:
+    assert kind_of(f"torch.{name}(x, x)") == T.MASK
+
+
+@pytest.mark.parametrize("method", sorted(api.TENSOR_NUMBER_METHODS - {"__len__"}))
+def test_tensor_methods_that_return_numbers(method: str) -> None:
+    assert kind_of(f"x.{method}()") == T.NUMBER
+
+
+@pytest.mark.parametrize("attr", sorted(api.TENSOR_NON_TENSOR_ATTRS))
+def test_tensor_attributes_that_are_not_tensors(attr: str) -> None:
+    assert kind_of(f"x.{attr}") == T.OTHER
+
+
+@pytest.mark.parametrize("qualname", sorted(api.MODULE_WRAPPERS - {"torch.compile"}))
+def test_module_wrappers(qualname: str) -> None:
+    assert kind_of(f"{qualname}(x)") == T.MODULE
+
+
+@pytest.mark.parametrize("qualname", sorted(api.LOADER_CLASSES))
+def test_loader_classes(qualname: str) -> None:
+    assert kind_of(f"{qualname}([])") == T.LOADER
+
+
+@pytest.mark.parametrize("expression,expected", [
+    ("x.cpu()", T.HOST_TENSOR), ('x.to("cpu")', T.HOST_TENSOR), ("x.numpy()", T.NUMPY),
+    ("numpy.ones(3)", T.NUMPY), ("len(x)", T.NUMBER), ("x.sum() / 2", T.TENSOR), ("x > 0", T.MASK),
+])
+def test_transitions(expression: str, expected: str) -> None:
+    assert kind_of(expression) == expected

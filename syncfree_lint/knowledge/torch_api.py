@@ -1,0 +1,96 @@
+"""PyTorch API facts for value kinds: which calls return tensors, numbers or other objects.
+
+``analysis.tensors`` reads these tables; each has rows in ``tests/unit/test_knowledge.py``.
+"""
+from __future__ import annotations
+
+# torch functions that return Python values or non-tensor objects
+TORCH_NON_TENSOR_PREFIXES = (
+    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.optim.", "torch.utils.",
+    "torch.jit.", "torch.profiler.", "torch.amp.", "torch.testing.", "torch.hub.", "torch.onnx.",
+    "torch.multiprocessing.", "torch.mps.", "torch.xpu.", "torch.accelerator.", "torch.compiler.",
+    "torch._dynamo.", "torch.library.", "torch.overrides.", "torch.fx.", "torch.export.",
+    "torch.serialization.", "torch.random.", "torch.backends.",
+)
+TORCH_NON_TENSOR = frozenset({
+    "torch.device", "torch.dtype", "torch.Size", "torch.is_tensor", "torch.is_storage",
+    "torch.is_floating_point", "torch.is_complex", "torch.numel", "torch.get_default_dtype",
+    "torch.set_default_dtype", "torch.manual_seed", "torch.seed", "torch.initial_seed",
+    "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
+    "torch.is_grad_enabled", "torch.autocast", "torch.load", "torch.save", "torch.Generator",
+    "torch.finfo", "torch.iinfo", "torch.get_num_threads", "torch.set_num_threads",
+    "torch.set_float32_matmul_precision", "torch.use_deterministic_algorithms",
+    "torch.set_printoptions", "torch.get_rng_state", "torch.set_rng_state",
+    "torch.autograd.backward", "torch.autograd.set_detect_anomaly", "torch.autograd.profiler",
+    "torch.set_default_device", "torch.is_inference_mode_enabled", "torch.is_autocast_enabled",
+    "torch.allclose", "torch.equal", "torch.is_nonzero", "torch.are_deterministic_algorithms_enabled",
+})
+TORCH_NUMBER = frozenset({
+    "torch.numel", "torch.distributed.get_rank", "torch.distributed.get_world_size",
+    "torch.cuda.device_count", "torch.cuda.current_device", "torch.cuda.max_memory_allocated",
+    "torch.cuda.memory_allocated", "torch.cuda.max_memory_reserved", "torch.cuda.memory_reserved",
+    "torch.get_num_threads",
+})
+# factories: host tensors unless a device is given
+TORCH_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+    "rand", "randn", "randint", "randperm", "eye", "from_numpy", "Tensor", "FloatTensor",
+    "LongTensor", "IntTensor", "BoolTensor", "DoubleTensor", "HalfTensor", "ByteTensor",
+    "empty_strided", "normal", "bernoulli", "scalar_tensor",
+})
+MASK_FUNCTIONS = frozenset({
+    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "greater", "less",
+    "greater_equal", "less_equal", "not_equal", "isin", "isclose", "signbit", "bool",
+    "bitwise_not",
+})
+#: tensor methods returning Python values (not tensors), by what they return
+TENSOR_NUMBER_METHODS = frozenset({
+    "item", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "get_device",
+    "storage_offset", "__len__",
+})
+TENSOR_NUMPY_METHODS = frozenset({"numpy"})
+TENSOR_OTHER_METHODS = frozenset({
+    "tolist", "size", "is_contiguous", "stride", "is_floating_point", "is_complex", "type", "register_hook",
+    "backward", "untyped_storage", "is_pinned", "is_shared", "equal", "allclose",
+})
+TENSOR_NON_TENSOR_ATTRS = frozenset({
+    "shape", "dtype", "device", "is_cuda", "ndim", "requires_grad", "is_leaf", "layout",
+    "names", "itemsize", "nbytes", "grad_fn", "is_sparse", "is_quantized", "is_meta",
+})
+# ``.values``/``.indices`` of max/min/topk/sort results
+TENSOR_TENSOR_ATTRS = frozenset({"grad", "data", "T", "mT", "H", "mH", "real", "imag", "values", "indices"})
+MODULE_METHODS_KEEP = frozenset({
+    "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_",
+    "apply", "type", "share_memory",
+})
+#: methods whose presence on a name proves it is an nn.Module
+MODULE_EVIDENCE_METHODS = frozenset({
+    "parameters", "named_parameters", "named_modules", "modules", "train", "eval",
+    "state_dict", "load_state_dict", "named_children", "children", "buffers", "named_buffers",
+    "register_forward_hook", "register_buffer", "zero_grad",
+})
+NUMBER_CALLS = frozenset({
+    "len", "float", "int", "round", "ord", "hash", "id", "time.time", "time.perf_counter",
+    "time.monotonic", "time.process_time", "time.time_ns", "time.perf_counter_ns",
+})
+OTHER_CALLS = frozenset({
+    "str", "repr", "format", "list", "dict", "tuple", "set", "frozenset", "sorted", "range",
+    "open", "print", "isinstance", "type", "bool", "enumerate", "zip", "map", "filter",
+    "getattr", "vars", "dir", "super", "object", "iter", "bytes",
+})
+MODULE_WRAPPERS = frozenset({
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script",
+    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+    "torch.jit.trace", "torch.nn.utils.parametrize",
+})
+LOADER_CLASSES = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+ACCELERATOR_CLASSES = ("accelerate.Accelerator", "lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric")
+
+
+# Names that hold models in practice (``model``, ``self.net``, ``text_encoder``, ``ema_model``):
+# weak evidence, used only when nothing is known about the name.
+MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
+                "transformer", "controlnet", "ema", "pipe", "pipeline", "teacher", "student",
+                "discriminator", "generator", "critic", "actor")
