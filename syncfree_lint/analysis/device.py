@@ -17,14 +17,28 @@ chooses the device.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional, Set
 
 from syncfree_lint.knowledge import frequency as facts
 
 
+# Code shapes that are accelerator evidence on their own, searched in the text with comments
+# removed (most files end here; the others get the full walk below).
+_CLEAR_EVIDENCE = re.compile(
+    r"""\.cuda\(|\btorch\.(cuda|accelerator|mps|xpu)\b|['"](cuda|mps|xla|xpu|npu|hpu)(:\d+)?['"]"""
+    r"|^\s*(from|import)\s+(accelerate|lightning|pytorch_lightning|lightning_fabric|deepspeed)\b",
+    re.MULTILINE,
+)
+_COMMENT = re.compile(r"^[^'\"\n]*?(#.*)$|^\s*#.*$", re.MULTILINE)
+
+
 def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
     """False for a CPU-only file (see the module docstring)."""
     if tree is None:
+        return True
+    code = _COMMENT.sub(_drop_comment, source) if "#" in source else source
+    if _CLEAR_EVIDENCE.search(code):
         return True
     says_cpu = moves = builds_model = False
     module_classes: Set[str] = set()
@@ -59,6 +73,14 @@ def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
     if says_cpu:
         return False
     return moves or not builds_model
+
+
+def _drop_comment(match: "re.Match[str]") -> str:
+    """A line without its comment (lines with quotes before ``#`` are kept whole: the ``#`` may
+    be inside a string)."""
+    whole = match.group(0)
+    comment = match.group(1)
+    return whole[: len(whole) - len(comment)] if comment is not None else ""
 
 
 def _is_cpu(node: Optional[ast.AST]) -> bool:

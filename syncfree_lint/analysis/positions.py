@@ -135,6 +135,14 @@ class PositionFinder:
             known = self._done[id(node)] = self._position(statement, node)
         return known
 
+    def line_of(self, statement: cst.CSTNode) -> int:
+        """The first line of a statement (its ``def``/``for``/``if`` line), without generating its
+        code: what a reach chain shows."""
+        mapped = self._statement_map().get(id(statement))
+        if mapped is not None:
+            return mapped.lineno
+        return self.position(statement, statement)[0]
+
     def _position(self, statement: Optional[cst.CSTNode], node: cst.CSTNode) -> Position:
         mapped = self._statement_map().get(id(statement)) if statement is not None else None
         if mapped is None:

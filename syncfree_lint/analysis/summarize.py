@@ -82,7 +82,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
 
 
 def _origin_hop(path: str, origin: cst.CSTNode, finder: PositionFinder) -> Hop:
-    line = finder.position(origin, origin)[0]
+    line = finder.line_of(origin)
     if isinstance(origin, cst.FunctionDef):
         return (f"{path}:{line}", f"step function {origin.name.value}()")
     return (f"{path}:{line}", "step loop")
@@ -96,7 +96,7 @@ def _hops(path: str, site: CallSite, finder: PositionFinder, from_step: bool) ->
     if origin is not None:
         hops.append(_origin_hop(path, origin, finder))
     statement = site.statement
-    line = finder.position(statement, statement)[0] if statement is not None else 1
+    line = finder.line_of(statement) if statement is not None else 1
     hops.append((f"{path}:{line}", callee_name(site.ref)))
     return tuple(hops)
 
