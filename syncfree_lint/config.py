@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -26,6 +27,9 @@ DEFAULT_STEP_FUNCTIONS: Tuple[str, ...] = (
     "training_step", "validation_step", "test_step", "predict_step", "train_step",
     "eval_step", "on_train_batch_end", "on_validation_batch_end",
 )
+
+# one compiled pattern for the default excludes (checked for every file and folder of a run)
+_DEFAULT_EXCLUDED = re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in DEFAULT_EXCLUDE))
 
 
 class ConfigError(Exception):
@@ -93,9 +97,8 @@ class Config:
     def is_excluded(self, path: str) -> bool:
         """True when a file or folder is excluded by default or by ``exclude``."""
         name = os.path.basename(path.rstrip("/\\")) or path
-        for pattern in DEFAULT_EXCLUDE:
-            if fnmatch.fnmatch(name, pattern):
-                return True
+        if _DEFAULT_EXCLUDED.match(os.path.normcase(name)):
+            return True
         if not self.exclude:
             return False
         rel = _relative(path, self.root)
