@@ -1,7 +1,8 @@
 """The per-file result cache in ``.syncfree_cache/``.
 
-A file's facts are stored under a key made of its bytes, its path, the configuration and the
-tool version, so any change to one of them misses. Writes go to a temporary file in the same
+A file's facts are stored under a key made of its bytes, its path, the configuration, the tool
+version and a hash of the linter's own source files, so any change to one of them misses (an
+edited install never serves results of the code it replaced). Writes go to a temporary file in the same
 folder and are renamed into place, so concurrent runs never see half a file.
 """
 from __future__ import annotations
@@ -15,12 +16,31 @@ from typing import Any, Optional
 from syncfree_lint import __version__
 
 CACHE_DIR = ".syncfree_cache"
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_SOURCE_HASH: Optional[str] = None
+
+
+def source_hash() -> str:
+    """A digest of every ``.py`` file of the installed ``syncfree_lint`` package (once per process)."""
+    global _SOURCE_HASH
+    if _SOURCE_HASH is None:
+        digest = hashlib.blake2b(digest_size=8)
+        for folder, dirs, files in os.walk(_PACKAGE):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    digest.update(os.path.relpath(path, _PACKAGE).encode())
+                    with open(path, "rb") as handle:
+                        digest.update(handle.read())
+        _SOURCE_HASH = digest.hexdigest()
+    return _SOURCE_HASH
 
 
 class Cache:
     def __init__(self, folder: str, config_key: str) -> None:
-        self.folder = os.path.join(folder, __version__)
-        self.salt = f"{__version__}\0{config_key}\0".encode()
+        self.folder = os.path.join(folder, f"{__version__}-{source_hash()}")
+        self.salt = f"{__version__}\0{source_hash()}\0{config_key}\0".encode()
         self._ready = False
 
     def key(self, path: str, data: bytes) -> str:
