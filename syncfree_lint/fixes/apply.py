@@ -13,9 +13,9 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Sequence, Tuple
 
-from syncfree_lint.diagnostic import Diagnostic, Edit
+from syncfree_lint.diagnostic import Diagnostic
 
 MAX_PASSES = 10
 _LINE_START = re.compile(r"\r\n|\r|\n")

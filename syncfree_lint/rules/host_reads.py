@@ -5,7 +5,6 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, positional
 from syncfree_lint.fixes.plan import FixPlan, Replace
 from syncfree_lint.rules.base import Rule, method_call, receiver

@@ -1,10 +1,8 @@
 """Output formats, --jobs and the cache: the same findings whatever the shape or the speed."""
 import json
-import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest

@@ -7,7 +7,6 @@ terminates stragglers, so a hang fails the test instead of blocking CI.
 """
 import datetime
 import math
-import os
 import queue
 import socket
 import time

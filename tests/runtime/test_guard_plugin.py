@@ -12,7 +12,7 @@ pytest_plugins = ["pytester"]
 torch = pytest.importorskip("torch")
 # pytester's in-process runs restore sys.modules afterwards: import what the inner runs import
 # (entering torch modes imports torch._dynamo) so that it is not imported twice.
-import torch._dynamo  # noqa: E402,F401
+import torch._dynamo  # noqa: E402,F401,F811
 import syncfree.guard  # noqa: E402,F401
 
 
