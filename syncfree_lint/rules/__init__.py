@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Dict, List, Type
 
-from syncfree_lint.rules import dist, host_reads, metrics, shapes, tool, transfers
+from syncfree_lint.rules import dist, host_reads, metrics, shapes, sinks, tool, transfers
 from syncfree_lint.rules.base import Rule
 
 ALL_RULES: List[Type[Rule]] = sorted(
-    [*tool.RULES, *host_reads.RULES, *shapes.RULES, *metrics.RULES, *transfers.RULES, *dist.RULES],
+    [*tool.RULES, *host_reads.RULES, *sinks.RULES, *shapes.RULES, *metrics.RULES, *transfers.RULES, *dist.RULES],
     key=lambda rule: rule.code,
 )
 BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}
