@@ -209,6 +209,8 @@ class TensorInference:
         if local is not None:
             return local
         if isinstance(func, cst.Attribute):
+            if self.kind(func) == MODULE:  # self.model(x), self.encoder(x)
+                return TENSOR
             if func.attr.value == "from_pretrained":
                 owner = (dotted(func.value) or "").lower()
                 if not any(word in owner for word in ("tokenizer", "processor", "config", "scheduler", "extractor")):

@@ -68,6 +68,8 @@ No automatic fix: which interval to log at is the user's choice.
         if not isinstance(func, cst.Attribute):
             return False
         method = func.attr.value
+        if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            return False  # the class's own method (``self.log_metrics(...)``), not a tracker
         if method in sinks.WRITER_METHODS or method in sinks.TRACKER_METHODS:
             return True
         return method in sinks.ACCELERATOR_SINK_METHODS and ctx.kind(func.value) == T.ACCELERATOR
