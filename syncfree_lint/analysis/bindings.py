@@ -71,6 +71,8 @@ class BindingsMixin:
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
         if len(targets) == 1:
             target_name = dotted(targets[0])
+            if target_name is not None and target_name.startswith("self.") and isinstance(value, cst.Call):
+                self._remember_attribute_class(target_name, value)
             if target_name is not None:
                 site = self._metric_site(target_name, value)
                 if site is not None:
@@ -201,3 +203,17 @@ class BindingsMixin:
         if qual is not None and qual.startswith("torch.distributed.") and node.args:
             if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
                 self._evidence(node.args[0].value, T.TENSOR)
+
+    def _remember_attribute_class(self, name: str, value: cst.Call) -> None:
+        """``self.head = BoxHead(cfg)``: calls of ``self.head.m()`` run ``BoxHead.m``."""
+        if self.class_frame is None or not isinstance(value.func, (cst.Name, cst.Attribute)):
+            return
+        text = dotted(value.func)
+        if text is None or not text.rsplit(".", 1)[-1][:1].isupper():
+            return  # classes are capitalised; a factory function's result is unknown
+        if text in self.classes:
+            self.class_frame.attr_classes[name] = (True, text)
+        elif self.imports.imported(text.split(".")[0]):
+            qual = self.imports.qualname(value.func)
+            if qual is not None:
+                self.class_frame.attr_classes[name] = (False, qual)

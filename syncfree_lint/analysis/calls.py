@@ -83,6 +83,11 @@ class CallsMixin:
             text = dotted(func)
             if text is None:
                 return None
+            owner = text.rsplit(".", 1)[0]
+            if self.class_frame is not None and owner in self.class_frame.attr_classes:
+                local, class_name = self.class_frame.attr_classes[owner]
+                method = func.attr.value
+                return SelfRef(class_name, method) if local else DottedRef(f"{class_name}.{method}")
             if self.imports.imported(text.split(".")[0]):
                 if (qual or "").split(".")[0] in _LIBRARY_HEADS:
                     return None

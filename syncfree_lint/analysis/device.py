@@ -8,9 +8,10 @@ Evidence is read from code, never from comments or docstrings:
 - CPU: the CPU named as a device (``device = "cpu"``, ``torch.device("cpu")``, ``default="cpu"``).
 
 A file with CPU evidence and no accelerator evidence is CPU-only. A file with neither is CPU-only
-when it is self-contained: it builds its own model (``nn.Linear(...)``, a local ``nn.Module``
-class) and never moves anything (no ``.to(...)``, no ``device``), since PyTorch keeps tensors on
-the CPU unless told otherwise. Any other file may run on an accelerator: library code
+when it is a self-contained script: it runs when executed (a module-level loop or a ``__main__``
+block), builds its own model (``nn.Linear(...)``, a local ``nn.Module`` class) and never moves
+anything (no ``.to(...)``, no ``device``), since PyTorch keeps tensors on the CPU unless told
+otherwise. Any other file may run on an accelerator: library code
 (``train_one_epoch(model, loader, optimizer)``) is handed its model and data by a caller that
 chooses the device.
 """
@@ -72,7 +73,18 @@ def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
             says_cpu = True
     if says_cpu:
         return False
-    return moves or not builds_model
+    return moves or not builds_model or not _is_script(tree)
+
+
+def _is_script(tree: ast.AST) -> bool:
+    """A script runs when executed (a loop at module level, or ``if __name__ == "__main__":``);
+    a module of definitions is library code, whatever it builds."""
+    for statement in getattr(tree, "body", ()):
+        if isinstance(statement, (ast.For, ast.While, ast.AsyncFor)):
+            return True
+        if isinstance(statement, ast.If) and "__main__" in ast.dump(statement.test):
+            return True
+    return False
 
 
 def _drop_comment(match: "re.Match[str]") -> str:

@@ -43,7 +43,7 @@ class LoopFrame:
 
 
 class ClassFrame:
-    __slots__ = ("qualname", "name", "is_module", "bases", "attrs")
+    __slots__ = ("qualname", "name", "is_module", "bases", "attrs", "attr_classes")
 
     def __init__(self, qualname: str, name: str, is_module: bool, bases: Tuple[str, ...]) -> None:
         self.qualname = qualname
@@ -51,6 +51,8 @@ class ClassFrame:
         self.is_module = is_module
         self.bases = bases
         self.attrs: Dict[str, Optional[str]] = {}
+        # ``self.head = BoxHead(...)``: the class an attribute holds, as (is it local, qualname)
+        self.attr_classes: Dict[str, Tuple[bool, str]] = {}
 
 
 @dataclass

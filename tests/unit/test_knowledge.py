@@ -123,8 +123,8 @@ def test_loader_iterables(iterable: str, expected: bool) -> None:
     # library code that never names a device: the caller chooses one
     ("def train(model, loader, opt):\n    for x in loader:\n        model(x).backward()\n", True),
     # a word in a comment or docstring is not evidence
-    ('"""Runs on cuda."""\nimport torch\nm = torch.nn.Linear(2, 2)\nprint(m(torch.ones(2)))\n', False),
-    ("import torch\nm = torch.nn.Linear(2, 2)  # cuda later\n", False),
+    ('"""Runs on cuda."""\nimport torch\nm = torch.nn.Linear(2, 2)\nfor _ in range(2):\n    print(m(torch.ones(2)))\n', False),
+    ("import torch\nm = torch.nn.Linear(2, 2)  # cuda later\nfor _ in range(2):\n    m(torch.ones(2))\n", False),
     # explicit CPU evidence
     ('import torch\ndevice = torch.device("cpu")\nm = torch.nn.Linear(2, 2).to(device)\n', False),
     ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cpu')\n", False),
@@ -236,3 +236,15 @@ def test_loader_classes(qualname: str) -> None:
 ])
 def test_transitions(expression: str, expected: str) -> None:
     assert kind_of(expression) == expected
+
+
+@pytest.mark.parametrize("source,expected", [
+    # a module of definitions builds layers but is library code: its caller chooses the device
+    ("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.fc = nn.Linear(2, 2)\n", True),
+    # the same with a script entry point is a CPU-only script
+    ("import torch.nn as nn\nnet = nn.Linear(2, 2)\nfor _ in range(3):\n    net.zero_grad()\n", False),
+    ("import torch.nn as nn\ndef main():\n    net = nn.Linear(2, 2)\nif __name__ == '__main__':\n    main()\n", False),
+])
+def test_self_contained_cpu_only_for_scripts(source: str, expected: bool) -> None:
+    assert may_use_accelerator(source, ast.parse(source)) is expected
