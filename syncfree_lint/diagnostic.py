@@ -36,7 +36,7 @@ class Diagnostic:
     end_line: Optional[int] = field(default=None, compare=False)
     end_col: Optional[int] = field(default=None, compare=False)
     guarded: bool = field(default=False, compare=False)
-    reach: Tuple[str, ...] = field(default=(), compare=False)  # why it runs per step, outermost first
+    reach: Tuple[Tuple[str, str], ...] = field(default=(), compare=False)  # (where, what) links: why it runs per step, outermost first
 
     def format(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"

@@ -7,7 +7,7 @@ functions (their return kinds) add what the walk knows.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set
 
 import libcst as cst
 
@@ -16,6 +16,8 @@ from syncfree_lint.analysis.calls import NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
 
 if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.calls import CallRef
+    from syncfree_lint.analysis.metrics import MetricSite
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
 
 
@@ -32,6 +34,13 @@ class BindingsMixin:
     _stores: Set[int]
     _prefix: List[str]
     _generators: Dict[str, str]
+    metric_sites: Dict[str, "MetricSite"]
+    all_metric_sites: List["MetricSite"]
+    kind: Callable[[cst.BaseExpression], Optional[str]]
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
+    metric: Callable[[cst.BaseExpression], Optional["MetricSite"]]
+    resolve_local: Callable[["CallRef"], List[str]]
+    _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
 
     def lookup(self, name: str) -> Optional[str]:
         for env in reversed(self._envs):

@@ -340,7 +340,9 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
             self.loops[-1].rest_guarded = True
         elif exit_kind == "return" and self.function is not None and not self.loops:
             # ``if not should_log: return`` anywhere in the function guards what follows it
-            if guard or (is_negated_flag(node.test) and self.kind(node.test.expression) not in T.DEVICE_TENSORS):  # type: ignore[attr-defined]
+            test = node.test
+            if guard or (isinstance(test, cst.UnaryOperation) and is_negated_flag(test)
+                         and self.kind(test.expression) not in T.DEVICE_TENSORS):
                 self.function.rest_guarded = True
 
 

@@ -57,7 +57,7 @@ ACCELERATOR_MODULES = ("accelerate", "lightning", "pytorch_lightning", "lightnin
 
 def name_parts(name: str) -> tuple:
     """``self.args.should_log`` -> (``self``, ``args``, ``should``, ``log``), lower case."""
-    parts = []
+    parts: list = []
     for dotted in name.lower().split("."):
         parts.extend(p for p in dotted.split("_") if p)
     return tuple(parts)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, List
+from typing import Dict, Iterable, List
 
 from syncfree_lint.diagnostic import Diagnostic
 
@@ -25,7 +25,7 @@ def format_reach(diagnostic: Diagnostic) -> str:
 def format_statistics(diagnostics: List[Diagnostic]) -> str:
     """One line per code, most frequent first: ``count  CODE  message``."""
     counts = Counter(d.code for d in diagnostics)
-    first = {}
+    first: Dict[str, str] = {}
     for d in diagnostics:
         first.setdefault(d.code, d.message)
     lines = [f"{count:<6} {code} {first[code]}" for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
