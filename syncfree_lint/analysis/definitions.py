@@ -50,7 +50,7 @@ class DefinitionsMixin:
         qualname = ".".join(self._prefix + [name])
         is_step = (name in self.step_functions or (
             name == "forward" and self.class_frame is not None and self.class_frame.is_module
-        )) and self.uses_accelerator
+        ) or self._is_batch_hook(name)) and self.uses_accelerator
         frame = FunctionFrame(qualname, name, is_step, self.class_frame, node)
         self.functions[qualname] = frame
         saved = (self.function, self.loops, self.guard_depth)
@@ -122,3 +122,13 @@ class DefinitionsMixin:
         self._suite(node.body)
         self._prefix.pop()
         self.class_frame = saved
+
+    def _is_batch_hook(self, name: str) -> bool:
+        """A method a framework calls once per batch (``BaseMetric.process``, ``Callback.on_train_batch_end``)."""
+        if self.class_frame is None:
+            return False
+        for base in self.class_frame.bases:
+            hooks = facts.FRAMEWORK_BATCH_HOOKS.get(base.rsplit(".", 1)[-1])
+            if hooks is not None and name in hooks:
+                return True
+        return False

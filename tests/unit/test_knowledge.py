@@ -248,3 +248,25 @@ def test_transitions(expression: str, expected: str) -> None:
 ])
 def test_self_contained_cpu_only_for_scripts(source: str, expected: bool) -> None:
     assert may_use_accelerator(source, ast.parse(source)) is expected
+
+
+@pytest.mark.parametrize("base,method", [(base, method) for base, methods in sorted(facts.FRAMEWORK_BATCH_HOOKS.items())
+                                         for method in sorted(methods)])
+def test_framework_batch_hooks_are_steps(tmp_path, base: str, method: str) -> None:
+    from syncfree_lint import engine
+
+    script = tmp_path / "hooks.py"
+    script.write_text(
+        "import torch\n"
+        f"from framework import {base}\n"
+        f"class Mine({base}):\n"
+        f"    def {method}(self, *args, **kwargs):\n"
+        "        return torch.ones(3, device='cuda').sum().item()\n"
+        f"class Other:\n"
+        f"    def {method}(self, *args, **kwargs):\n"
+        "        return torch.ones(3, device='cuda').sum().item()\n"
+    )
+    lines = [d.line for d in engine.run([str(script)], Config()).diagnostics]
+    assert 5 in lines, "the framework's hook runs once per batch"
+    if method not in Config().all_step_functions:
+        assert 8 not in lines, "the same name on an unrelated class is not a hook"
