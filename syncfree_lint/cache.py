@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from typing import Any, Optional
 
 from syncfree_lint import __version__
+from syncfree_lint.atomic import dump_atomically
 
 CACHE_DIR = ".syncfree_cache"
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -61,8 +61,6 @@ class Cache:
             return None
 
     def put(self, key: str, value: Any) -> None:
-        target = self._file(key)
-        folder = os.path.dirname(target)
         try:
             if not self._ready:
                 os.makedirs(self.folder, exist_ok=True)
@@ -71,17 +69,6 @@ class Cache:
                     with open(marker, "w") as handle:
                         handle.write("Signature: 8a477f597d28d172789f06886806bc55\n# syncfree-lint cache\n")
                 self._ready = True
-            os.makedirs(folder, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(temp, target)
-            except BaseException:
-                try:
-                    os.unlink(temp)
-                except OSError:
-                    pass
-                raise
+            dump_atomically(self._file(key), value)
         except OSError:
             pass  # a read-only tree simply runs without a cache

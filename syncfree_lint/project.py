@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts
+from syncfree_lint.atomic import dump_atomically
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 #: a project larger than this is not used as context (a home folder with a stray .git)
@@ -83,21 +83,9 @@ class ProjectIndex:
     def save(self) -> None:
         if self.file is None or not self.changed:
             return
-        folder = os.path.dirname(self.file)
         try:
-            os.makedirs(folder, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    pickle.dump(self.entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(temp, self.file)
-                self.changed = False
-            except BaseException:
-                try:
-                    os.unlink(temp)
-                except OSError:
-                    pass
-                raise
+            dump_atomically(self.file, self.entries)
+            self.changed = False
         except OSError:
             pass  # a read-only tree runs without a stored index
 
