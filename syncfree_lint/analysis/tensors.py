@@ -225,6 +225,10 @@ class TensorInference:
         return None
 
     def _qualified_call(self, qual: str, node: cst.Call) -> Optional[str]:
+        if qual in api.BUILTINS_OVER_ELEMENTS:  # sum(t), max(t): a 0-d tensor where t lives
+            first = positional(node, 0)
+            if first is not None and self.kind(first) in DEVICE_TENSORS:
+                return TENSOR
         if qual in api.NUMBER_CALLS or qual.startswith("math."):
             if qual == "float" or qual == "int":
                 return NUMBER
@@ -338,7 +342,23 @@ class TensorInference:
                 return NUMPY
             if name in ("item", "tolist"):
                 return NUMBER if name == "item" else OTHER
+            if name == "cuda" or (name == "to" and self._names_accelerator_device(node)):
+                return TENSOR  # moved to an accelerator: whatever it was, it is there now
+            if name == "to" and node.args and is_cpu_device(node.args[0].value, self.imports):
+                return HOST_TENSOR
         return None
+
+    def _names_accelerator_device(self, node: cst.Call) -> bool:
+        """``.to(device)``, ``.to(self.device)``, ``.to("cuda")``, ``.to(device=...)``: a device
+        that is not the CPU (a dtype, or a name that does not say device, is not evidence)."""
+        device = keyword(node, "device")
+        value = device.value if device is not None else positional(node, 0)
+        if value is None or is_cpu_device(value, self.imports):
+            return False
+        if isinstance(value, cst.SimpleString):
+            return str(value.evaluated_value).split(":")[0] in api.ACCELERATOR_DEVICE_STRINGS
+        text = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        return text is not None and "device" in text.rsplit(".", 1)[-1].lower()
 
     def _moved(self, node: cst.Call, receiver: Optional[str]) -> Optional[str]:
         if node.func.attr.value == "cuda":  # type: ignore[attr-defined]

@@ -94,3 +94,8 @@ ACCELERATOR_CLASSES = ("accelerate.Accelerator", "lightning.fabric.Fabric", "lig
 MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "head", "vae", "unet",
                 "transformer", "controlnet", "ema", "pipe", "pipeline", "teacher", "student",
                 "discriminator", "generator", "critic", "actor")
+
+#: Python builtins that fold a tensor's elements into a 0-d tensor on the same device
+BUILTINS_OVER_ELEMENTS = frozenset({"sum", "max", "min"})
+#: device strings of accelerators (``"cuda"``, ``"cuda:1"``, ``"mps"``)
+ACCELERATOR_DEVICE_STRINGS = frozenset({"cuda", "mps", "xla", "xpu", "npu", "hpu"})

@@ -270,3 +270,12 @@ def test_framework_batch_hooks_are_steps(tmp_path, base: str, method: str) -> No
     assert 5 in lines, "the framework's hook runs once per batch"
     if method not in Config().all_step_functions:
         assert 8 not in lines, "the same name on an unrelated class is not a hook"
+
+
+@pytest.mark.parametrize("expression,expected", [
+    ("sum(x)", T.TENSOR), ("max(x)", T.TENSOR), ("sum([1, 2])", None),
+    ("unknown.to(device)", T.TENSOR), ("unknown.to(self.device)", T.TENSOR), ("unknown.to(dev)", None), ('unknown.to("cuda:0")', T.TENSOR),
+    ("unknown.cuda()", T.TENSOR), ("unknown.to(torch.float16)", None), ('unknown.to("cpu")', T.HOST_TENSOR),
+])
+def test_builtins_over_elements_and_moves_of_unknown_values(expression: str, expected: object) -> None:
+    assert kind_of(expression) == expected
