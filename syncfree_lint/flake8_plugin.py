@@ -1,8 +1,8 @@
 """flake8 plugin: ``flake8 --select SFL`` reports what ``syncfree-lint FILE`` reports.
 
 Registered as the ``SFL`` entry point of ``flake8.extension``. flake8 hands over one file at a
-time, so each file is linted on its own: a helper defined in another file is not followed (the
-``syncfree-lint`` command joins the whole run and does follow it).
+time; each file is linted with its project as context (``syncfree_lint.project``), so a helper
+called from another file's step is found, as ``syncfree-lint`` finds it on the whole tree.
 
 Loading this module is cheap: it imports nothing beyond the standard library. The linter itself
 (and libcst) is imported the first time a file is checked. torch is never imported.
