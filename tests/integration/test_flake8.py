@@ -201,3 +201,21 @@ def test_stdin(train):
         cwd=train, input=STEP, capture_output=True, text=True,
     )
     assert sorted(proc.stdout.splitlines()) == sorted(flake8("--isolated", "--select", "SFL", "train.py", cwd=train))
+
+
+def test_a_helper_called_from_another_files_step_is_found(tmp_path):
+    """flake8 hands over one file; the plugin reads the rest of its project for the call graph."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+    (tmp_path / "helpers.py").write_text("def log_step(loss):\n    print(loss.item())\n")
+    (tmp_path / "train.py").write_text(
+        "from helpers import log_step\n\n\n"
+        "def train(model, loader, optimizer):\n"
+        "    for batch in loader:\n"
+        "        loss = model(batch)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        log_step(loss)\n"
+    )
+    out = flake8("--isolated", "--select", "SFL", "helpers.py", cwd=tmp_path)
+    assert [line.split(":")[:2] for line in out] == [["helpers.py", "2"]]
+    assert "SFL101" in out[0]
