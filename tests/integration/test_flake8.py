@@ -137,7 +137,7 @@ def test_columns_are_not_shifted(train):
 def test_flake8_noqa_is_the_only_noqa(train):
     out = flake8("--isolated", "--select", "SFL", "train.py", cwd=train)
     lines = [int(line.split(":")[1]) for line in out]
-    # `# noqa: SFL101` suppresses; `#noqa` (no space) is not a noqa comment for flake8.
+    # a noqa comment naming SFL101 suppresses; without a space after the hash it is not one for flake8.
     assert lines == [6, 8]
     out = flake8("--isolated", "--select", "SFL", "--disable-noqa", "train.py", cwd=train)
     assert [int(line.split(":")[1]) for line in out] == [6, 7, 8]
