@@ -33,9 +33,39 @@ _SUBMODULE_OF = {
     "ConfusionMatrix": "classification",
     "BinaryConfusionMatrix": "classification",
     "MulticlassConfusionMatrix": "classification",
+    "StatScores": "scores",
+    "BinaryStatScores": "scores",
+    "MulticlassStatScores": "scores",
+    "Specificity": "scores",
+    "BinarySpecificity": "scores",
+    "MulticlassSpecificity": "scores",
+    "FBetaScore": "scores",
+    "BinaryFBetaScore": "scores",
+    "MulticlassFBetaScore": "scores",
+    "JaccardIndex": "scores",
+    "BinaryJaccardIndex": "scores",
+    "MulticlassJaccardIndex": "scores",
+    # multilabel
+    "MultilabelAccuracy": "multilabel",
+    "MultilabelPrecision": "multilabel",
+    "MultilabelRecall": "multilabel",
+    "MultilabelF1Score": "multilabel",
+    "MultilabelFBetaScore": "multilabel",
+    "MultilabelSpecificity": "multilabel",
+    "MultilabelStatScores": "multilabel",
+    "MultilabelJaccardIndex": "multilabel",
+    # binned curves
+    "BinaryROC": "curves",
+    "BinaryPrecisionRecallCurve": "curves",
+    "BinaryAUROC": "curves",
+    "BinaryAveragePrecision": "curves",
     # regression
     "MeanSquaredError": "regression",
     "MeanAbsoluteError": "regression",
+    "MeanAbsolutePercentageError": "regression",
+    "R2Score": "regression",
+    # text
+    "Perplexity": "text",
 }
 
 __all__ = sorted(_SUBMODULE_OF)

@@ -20,6 +20,42 @@ _BAD_LABELS = ("{metric}: {count} value(s) with a label outside the valid range 
                "(targets must be in [0, num_classes) or ignore_index; integer preds in [0, num_classes))")
 
 
+# ---- argmax shared by the members of a collection during one update -----------------------
+# ``MetricCollection.update``/``forward`` set this to a dict for the duration of the call, so that
+# its multiclass members compute ``preds.argmax(1)`` (the costliest op of an update with many
+# classes) once. Entries keep the preds tensor alive and are matched by identity: within one call
+# the batch cannot change. None outside such a call (each metric computes its own).
+_SHARED_ARGMAX: Optional[Dict[int, Tuple[Tensor, Tensor]]] = None
+
+
+def _argmax1(preds: Tensor) -> Tensor:
+    shared = _SHARED_ARGMAX
+    if shared is None or torch.compiler.is_compiling():
+        return preds.argmax(1)
+    hit = shared.get(id(preds))
+    if hit is not None and hit[0] is preds:
+        return hit[1]
+    out = preds.argmax(1)
+    shared[id(preds)] = (preds, out)
+    return out
+
+
+class shared_argmax:
+    """Context manager: members updated inside it share ``preds.argmax(1)`` (not re-entrant state:
+    an inner one keeps the outer dict)."""
+
+    def __enter__(self) -> None:
+        global _SHARED_ARGMAX
+        self._outer = _SHARED_ARGMAX
+        # Not under torch.compile: the graph computes each argmax (and keys by id would recompile).
+        if self._outer is None and not torch.compiler.is_compiling():
+            _SHARED_ARGMAX = {}
+
+    def __exit__(self, *exc: Any) -> None:
+        global _SHARED_ARGMAX
+        _SHARED_ARGMAX = self._outer
+
+
 # ---- argument checks (host only) --------------------------------------------------------
 def _check_common(owner: str, multidim_average: str, ignore_index: Optional[int]) -> None:
     if multidim_average != "global":
@@ -233,7 +269,7 @@ class _Labels(Metric):
             c = self.num_classes
             if (len(ts) == 1 and len(ps) == 2 and ps[1] == c and ps[0] == ts[0]
                     and target.dtype is _INT64 and preds.dtype in _FLOATS):
-                index = torch.add(preds.argmax(1), target.clamp(-1, c), alpha=c)
+                index = torch.add(_argmax1(preds), target.clamp(-1, c), alpha=c)
                 S._hist.put_(index, self._ones_like(index), accumulate=True)
                 return
         self._scatter(S, *self._multiclass_labels(preds, target, 1))
@@ -305,7 +341,7 @@ class _Labels(Metric):
                 )
             t = target if len(ts) == 1 else target.reshape(-1)
             if top_k == 1:
-                pl = preds.argmax(1)
+                pl = _argmax1(preds)
                 return t, (pl if len(ts) == 1 else pl.reshape(-1)), True
             scores = preds.detach().movedim(1, -1).reshape(-1, c)
             top = scores.topk(top_k, dim=-1).indices

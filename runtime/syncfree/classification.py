@@ -29,7 +29,9 @@ scores on every entry, both as torchmetrics); multiclass preds ``(N, C, ...)`` a
 argmax, or with ``top_k`` (a sample counts as correct when its target is in its top k, else as
 its top-1 class); multiclass float preds of the target's shape are labels.
 
-Not supported (``TypeError``): ``task="multilabel"``, ``multidim_average="samplewise"``,
+``task="multilabel"`` builds the classes of :mod:`syncfree.multilabel` (not for ``ConfusionMatrix``).
+
+Not supported (``TypeError``): ``ConfusionMatrix(task="multilabel")``, ``multidim_average="samplewise"``,
 ``num_classes=None`` for multiclass metrics (states need a fixed size).
 """
 from __future__ import annotations
@@ -324,16 +326,23 @@ class MulticlassConfusionMatrix(_ConfusionMatrixBase):
 
 
 # ---- task wrappers (torchmetrics' Accuracy(task=...) etc.) ----------------------------------
-def _task(owner: str, task: Any) -> str:
+def _task(owner: str, task: Any, multilabel: bool = True) -> str:
     task = getattr(task, "value", task)
-    if task == "multilabel":
+    if task == "multilabel" and not multilabel:
         raise TypeError(
-            f"{owner}: task='multilabel' is not supported by syncfree. Keep torchmetrics' "
+            f"{owner}: task='multilabel' is not supported by syncfree for this metric. Keep torchmetrics' "
             f"Multilabel{owner} for it, or use task='binary' / 'multiclass'."
         )
-    if task not in ("binary", "multiclass"):
-        raise ValueError(f"{owner}: task must be 'binary' or 'multiclass', got {task!r}")
+    if task not in ("binary", "multiclass", "multilabel"):
+        raise ValueError(f"{owner}: task must be 'binary', 'multiclass' or 'multilabel', got {task!r}")
     return task
+
+
+def _multilabel(name: str, *args: Any, **kwargs: Any) -> Metric:
+    """``Multilabel<name>(*args, **kwargs)`` (imported here: multilabel depends on nothing in this module)."""
+    from syncfree import multilabel
+
+    return getattr(multilabel, "Multilabel" + name)(*args, **kwargs)
 
 
 class Accuracy:
@@ -343,7 +352,11 @@ class Accuracy:
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("Accuracy", task) == "binary":
+        task = _task("Accuracy", task)
+        if task == "multilabel":
+            return _multilabel("Accuracy", num_labels, threshold, average, multidim_average, ignore_index,
+                               validate_args, **kwargs)
+        if task == "binary":
             return BinaryAccuracy(threshold, multidim_average, ignore_index, validate_args, **kwargs)
         return MulticlassAccuracy(num_classes, top_k or 1, average, multidim_average, ignore_index,
                                   validate_args, **kwargs)
@@ -356,7 +369,11 @@ class Precision:
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("Precision", task) == "binary":
+        task = _task("Precision", task)
+        if task == "multilabel":
+            return _multilabel("Precision", num_labels, threshold, average, multidim_average, ignore_index,
+                               validate_args, **kwargs)
+        if task == "binary":
             return BinaryPrecision(threshold, multidim_average, ignore_index, validate_args, **kwargs)
         return MulticlassPrecision(num_classes, top_k or 1, average, multidim_average, ignore_index,
                                    validate_args, **kwargs)
@@ -369,7 +386,11 @@ class Recall:
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("Recall", task) == "binary":
+        task = _task("Recall", task)
+        if task == "multilabel":
+            return _multilabel("Recall", num_labels, threshold, average, multidim_average, ignore_index,
+                               validate_args, **kwargs)
+        if task == "binary":
             return BinaryRecall(threshold, multidim_average, ignore_index, validate_args, **kwargs)
         return MulticlassRecall(num_classes, top_k or 1, average, multidim_average, ignore_index,
                                 validate_args, **kwargs)
@@ -382,7 +403,11 @@ class F1Score:
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> Metric:
-        if _task("F1Score", task) == "binary":
+        task = _task("F1Score", task)
+        if task == "multilabel":
+            return _multilabel("F1Score", num_labels, threshold, average, multidim_average, ignore_index,
+                               validate_args, zero_division, **kwargs)
+        if task == "binary":
             return BinaryF1Score(threshold, multidim_average, ignore_index, validate_args, zero_division, **kwargs)
         return MulticlassF1Score(num_classes, top_k or 1, average, multidim_average, ignore_index,
                                  validate_args, zero_division, **kwargs)
@@ -394,6 +419,6 @@ class ConfusionMatrix:
     def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                 num_labels: Optional[int] = None, normalize: Optional[str] = None,
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("ConfusionMatrix", task) == "binary":
+        if _task("ConfusionMatrix", task, multilabel=False) == "binary":
             return BinaryConfusionMatrix(threshold, ignore_index, normalize, validate_args, **kwargs)
         return MulticlassConfusionMatrix(num_classes, ignore_index, normalize, validate_args, **kwargs)

@@ -8,6 +8,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 from torch import nn
 
 from syncfree import checkpoint as _ckpt
+from syncfree._labels import shared_argmax
 from syncfree.metric import Metric, parse_base_kwargs
 
 
@@ -128,12 +129,15 @@ class MetricCollection(nn.Module):
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Update every member with the same arguments (keyword arguments filtered per member)."""
-        for name, m in self._metrics.items():
-            m.update(*args, **self._member_kwargs(name, kwargs))
+        with shared_argmax():  # multiclass members compute preds.argmax(1) once
+            for name, m in self._metrics.items():
+                m.update(*args, **self._member_kwargs(name, kwargs))
 
     def forward(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
         """Update every member and return each member's batch value."""
-        return {self._key(name): m(*args, **self._member_kwargs(name, kwargs)) for name, m in self._metrics.items()}
+        with shared_argmax():
+            return {self._key(name): m(*args, **self._member_kwargs(name, kwargs))
+                    for name, m in self._metrics.items()}
 
     def compute(self, check: bool = False) -> Dict[str, Any]:
         """Every member's result as device tensors, keyed with prefix/postfix.

@@ -1,4 +1,4 @@
-"""Regression metrics: mean squared error and mean absolute error.
+"""Regression metrics: mean squared error, mean absolute error, mean absolute percentage error, R2.
 
 States: the sum of squared (or absolute) errors per output, in the metric's floating dtype
 (inputs are upcast first, so bf16/fp16 inputs accumulate in float32), and the int64 count of
@@ -12,7 +12,7 @@ propagate into the result.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -148,3 +148,128 @@ class MeanAbsoluteError(_ErrorSum):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         return states["sum_abs_error"] / states["total"]
+
+
+def _check_pair(owner: str, preds: Any, target: Any) -> None:
+    """What torchmetrics rejects at update, known without reading the data."""
+    if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+        raise TypeError(f"{owner}.update: preds and target must be tensors")
+    if preds.shape != target.shape:
+        raise ValueError(
+            f"{owner}.update: preds and target must have the same shape, got {tuple(preds.shape)} and "
+            f"{tuple(target.shape)}"
+        )
+    if preds.is_complex() or target.is_complex():
+        raise TypeError(
+            f"{owner}.update: complex preds/target are not supported (got {preds.dtype} and {target.dtype}). "
+            "Pass real values, e.g. x.real or x.abs()."
+        )
+
+
+class MeanAbsolutePercentageError(Metric):
+    """Mean of ``|preds - target| / max(|target|, 1.17e-6)`` over every element (as torchmetrics)."""
+
+    _EPS = 1.17e-06
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_state("sum_abs_per_error", (), self.dtype, "sum")
+        self.add_state("total", (), torch.int64, "sum")
+
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        _check_pair(type(self).__name__, preds, target)
+        dtype = self._dtype
+        if preds.dtype != dtype or target.dtype != dtype:
+            preds, target = preds.to(dtype), target.to(dtype)
+        t = target.detach()
+        error = (preds.detach() - t).abs_().div_(t.abs().clamp_(min=self._EPS))
+        S.sum_abs_per_error.add_(error.sum())
+        S.total.add_(count_scalar(t.numel()))
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        return states["sum_abs_per_error"] / states["total"]
+
+
+_MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
+_FEW_SAMPLES = "{metric}: needs at least two samples to compute the R2 score"
+
+
+class R2Score(Metric):
+    """Coefficient of determination ``1 - rss / tss`` (per output, averaged per ``multioutput``).
+
+    States (one flat float tensor, one ``add_`` per update): the sum of squared targets
+    (``sum_squared_error``, torchmetrics' name), the sum of targets (``sum_error``), the residual
+    sum of squares (``residual``), and the int64 sample count ``total``. The number of outputs
+    must be fixed up front: ``num_outputs`` (a syncfree argument; torchmetrics infers it from the
+    first batch), 1 for 1-d inputs, ``k`` for ``(N, k)`` inputs.
+
+    torchmetrics raises at ``compute`` when fewer than two samples were seen; reading the count
+    is a host sync, so ``compute`` returns NaN then and :func:`syncfree.to_host` /
+    ``compute(check=True)`` raise the ``ValueError``. ``adjusted`` falls back to the plain score
+    when ``adjusted >= total - 1``, as torchmetrics does (decided on the device, without its warning).
+    """
+
+    def __init__(self, adjusted: int = 0, multioutput: str = "uniform_average", num_outputs: int = 1,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(adjusted, bool) or not isinstance(adjusted, int) or adjusted < 0:
+            raise ValueError(f"R2Score: adjusted must be an int >= 0, got {adjusted!r}")
+        if multioutput not in _MULTIOUTPUT:
+            raise ValueError(f"R2Score: multioutput must be one of {_MULTIOUTPUT}, got {multioutput!r}")
+        if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
+            raise ValueError(f"R2Score: num_outputs must be a positive int, got {num_outputs!r}")
+        self.adjusted = adjusted
+        self.multioutput = multioutput
+        self.num_outputs = num_outputs
+        shape = () if num_outputs == 1 else (num_outputs,)
+        self.add_state_group("_sums", [("sum_squared_error", shape, "sum"), ("sum_error", shape, "sum"),
+                                       ("residual", shape, "sum")], self.dtype)
+        self.add_state("total", (), torch.int64, "sum")
+
+    def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
+        states = self.states() if states is None else states
+        return [((states["total"] < 2).to(torch.int64), "error", _FEW_SAMPLES)]
+
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        owner = type(self).__name__
+        _check_pair(owner, preds, target)
+        k = self.num_outputs
+        if preds.ndim > 2:
+            raise ValueError(f"{owner}.update: preds and target must be 1-d or 2-d, got {tuple(preds.shape)}")
+        cols = preds.shape[1] if preds.ndim == 2 else 1
+        if cols != k or (k > 1 and preds.ndim != 2):
+            raise ValueError(
+                f"{owner}.update: got preds of shape {tuple(preds.shape)} with num_outputs={k}; syncfree needs "
+                f"the number of outputs up front: pass R2Score(num_outputs={cols}) for ({'N, ' + str(cols)}) inputs"
+            )
+        dtype = self._dtype
+        if preds.dtype != dtype or target.dtype != dtype:
+            preds, target = preds.to(dtype), target.to(dtype)
+        t = target.detach()
+        r = t - preds.detach()
+        if k == 1:
+            t, r = t.reshape(-1), r.reshape(-1)
+            S._sums.add_(torch.stack([torch.dot(t, t), t.sum(), torch.dot(r, r)]))
+        else:
+            S._sums.add_(torch.stack([(t * t).sum(0), t.sum(0), (r * r).sum(0)]).reshape(-1))
+        S.total.add_(count_scalar(t.shape[0]))
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        sum_sq, sum_obs, rss, n = states["sum_squared_error"], states["sum_error"], states["residual"], states["total"]
+        tss = sum_sq - sum_obs * (sum_obs / n)
+        zero = torch.zeros_like(rss)
+        cond_rss = ~torch.isclose(rss, zero, atol=1e-4)
+        cond_tss = ~torch.isclose(tss, zero, atol=1e-4)
+        raw = torch.where(cond_rss & cond_tss, 1 - rss / tss, torch.ones_like(rss))
+        raw = torch.where(cond_rss & ~cond_tss, zero, raw)
+        if self.multioutput == "raw_values":
+            r2 = raw
+        elif self.multioutput == "uniform_average":
+            r2 = raw.mean()
+        else:
+            r2 = (tss / tss.sum() * raw).sum()
+        r2 = torch.where(n < 2, torch.full_like(r2, float("nan")), r2)
+        if self.adjusted:
+            adj = 1 - (1 - r2) * (n - 1) / (n - self.adjusted - 1)
+            r2 = torch.where(n - 1 > self.adjusted, adj, r2)
+        return r2

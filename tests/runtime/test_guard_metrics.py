@@ -31,6 +31,14 @@ def _inputs(kind, dev, n=16, seed=0):
         args = (torch.randn(n, C, generator=g), torch.randint(0, C, (n,), generator=g))
     elif kind == "regression":
         args = (torch.randn(n, generator=g), torch.randn(n, generator=g))
+    elif kind == "multiclass200":
+        args = (torch.randn(n, 200, generator=g), torch.randint(0, 200, (n,), generator=g))
+    elif kind == "regression2":
+        args = (torch.randn(n, 2, generator=g), torch.randn(n, 2, generator=g))
+    elif kind == "multilabel":
+        args = (torch.randn(n, C, generator=g), torch.randint(0, 2, (n, C), generator=g))
+    elif kind == "lm":
+        args = (torch.randn(2, n, 7, generator=g), torch.randint(0, 7, (2, n), generator=g))
     else:
         raise AssertionError(kind)
     return tuple(a.to(dev) for a in args)
@@ -63,6 +71,42 @@ METRICS = {
     "ConfusionMatrix": (lambda: syncfree.ConfusionMatrix(task="multiclass", num_classes=C), "multiclass"),
     "MeanSquaredError": (lambda: syncfree.MeanSquaredError(), "regression"),
     "MeanAbsoluteError": (lambda: syncfree.MeanAbsoluteError(), "regression"),
+    "MeanAbsolutePercentageError": (lambda: syncfree.MeanAbsolutePercentageError(), "regression"),
+    "R2Score": (lambda: syncfree.R2Score(), "regression"),
+    "R2Score-multioutput-adjusted": (
+        lambda: syncfree.R2Score(num_outputs=2, multioutput="variance_weighted", adjusted=1), "regression2"),
+    "Perplexity": (lambda: syncfree.Perplexity(), "lm"),
+    "Perplexity-ignore": (lambda: syncfree.Perplexity(ignore_index=3), "lm"),
+    "BinarySpecificity": (lambda: syncfree.BinarySpecificity(), "binary"),
+    "BinaryFBetaScore": (lambda: syncfree.BinaryFBetaScore(beta=2.0), "binary"),
+    "BinaryStatScores": (lambda: syncfree.BinaryStatScores(ignore_index=0), "binary"),
+    "BinaryJaccardIndex": (lambda: syncfree.BinaryJaccardIndex(), "binary"),
+    "MulticlassSpecificity": (lambda: syncfree.MulticlassSpecificity(C), "multiclass"),
+    "MulticlassFBetaScore-top2": (lambda: syncfree.MulticlassFBetaScore(0.5, C, top_k=2), "multiclass"),
+    "MulticlassStatScores-none": (lambda: syncfree.MulticlassStatScores(C, average="none"), "multiclass"),
+    "MulticlassStatScores-many": (lambda: syncfree.MulticlassStatScores(200, average="weighted"), "multiclass200"),
+    "MulticlassJaccardIndex-ignore": (
+        lambda: syncfree.MulticlassJaccardIndex(C, average="micro", ignore_index=1), "multiclass"),
+    "MultilabelAccuracy": (lambda: syncfree.MultilabelAccuracy(C), "multilabel"),
+    "MultilabelPrecision-micro": (lambda: syncfree.MultilabelPrecision(C, average="micro"), "multilabel"),
+    "MultilabelRecall-ignore": (lambda: syncfree.MultilabelRecall(C, ignore_index=-1), "multilabel"),
+    "MultilabelF1Score-weighted": (lambda: syncfree.MultilabelF1Score(C, average="weighted"), "multilabel"),
+    "MultilabelFBetaScore": (lambda: syncfree.MultilabelFBetaScore(2.0, C), "multilabel"),
+    "MultilabelSpecificity": (lambda: syncfree.MultilabelSpecificity(C), "multilabel"),
+    "MultilabelStatScores": (lambda: syncfree.MultilabelStatScores(C), "multilabel"),
+    "MultilabelJaccardIndex": (lambda: syncfree.MultilabelJaccardIndex(C), "multilabel"),
+    "Accuracy-multilabel": (lambda: syncfree.Accuracy(task="multilabel", num_labels=C), "multilabel"),
+    "F1Score-multilabel": (lambda: syncfree.F1Score(task="multilabel", num_labels=C), "multilabel"),
+    "Specificity": (lambda: syncfree.Specificity(task="multiclass", num_classes=C), "multiclass"),
+    "FBetaScore": (lambda: syncfree.FBetaScore(task="binary", beta=0.5), "binary"),
+    "StatScores": (lambda: syncfree.StatScores(task="multilabel", num_labels=C), "multilabel"),
+    "JaccardIndex": (lambda: syncfree.JaccardIndex(task="multiclass", num_classes=C), "multiclass"),
+    "BinaryROC": (lambda: syncfree.BinaryROC(thresholds=11), "binary"),
+    "BinaryPrecisionRecallCurve": (
+        lambda: syncfree.BinaryPrecisionRecallCurve(thresholds=[0.9, 0.1, 0.5]), "binary"),
+    "BinaryAUROC": (lambda: syncfree.BinaryAUROC(thresholds=torch.linspace(0, 1, 20)), "binary"),
+    "BinaryAveragePrecision-ignore": (
+        lambda: syncfree.BinaryAveragePrecision(thresholds=50, ignore_index=0), "binary"),
 }
 
 
@@ -119,7 +163,8 @@ def test_metric_makes_no_host_sync(name, dev, group):
         metric.compute()
     assert g.events == [], g.report()
     for out in (batch_value, value, synced):
-        assert isinstance(out, torch.Tensor) and on_stand_in(out)
+        for t in (out if isinstance(out, tuple) else (out,)):  # curves return (x, y, thresholds)
+            assert isinstance(t, torch.Tensor) and on_stand_in(t)
     with no_host_sync() as g:
         syncfree.to_host(metric)
     assert [ev.kind for ev in g.events] == ["d2h"], g.report()

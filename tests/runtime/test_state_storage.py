@@ -23,6 +23,8 @@ def _batch(name, seed, n=16):
 def _equal(a, b):
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):  # curves: (x, y, thresholds)
+        return isinstance(b, tuple) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(
         torch.nan_to_num(a.double(), nan=-7.0), torch.nan_to_num(b.double(), nan=-7.0))
 

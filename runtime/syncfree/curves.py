@@ -1,0 +1,197 @@
+"""Binned binary curves: ROC, precision-recall curve, AUROC and average precision at fixed thresholds.
+
+torchmetrics' ``thresholds=None`` keeps every prediction and target (states that grow with the data,
+a sort at compute): that cannot be synced in fixed-size buckets, so syncfree needs ``thresholds=``
+(an int ``n``: ``linspace(0, 1, n)``; a list of floats in ``[0, 1]``; a 1-d tensor), and the result
+equals torchmetrics' with the same thresholds.
+
+State: ``counts`` (2 x (T + 1), int64): for target 0/1, how many predictions have ``k`` thresholds
+``<= pred`` (``searchsorted`` over the sorted thresholds, O(N log T) instead of torchmetrics' N x T
+comparisons). Every entry lands in one bin of one flat buffer (bad targets, not 0/1/ignore_index, in
+``_bad_targets``; ignored entries in scratch bins), so an update is ONE ``put_``. At compute, the
+number of positive predictions at threshold ``i`` is a suffix sum of ``counts``. Float preds outside
+``[0, 1]`` are logits (sigmoid), decided per batch on the device after dropping ignored entries, as
+torchmetrics; NaN preds are never positive (``NaN >= t`` is false).
+
+Deferred: bad targets are reported by :func:`syncfree.to_host` / ``compute(check=True)``
+(``ValueError`` with ``validate_args=True``, a warning otherwise). Raised at update: non-float preds,
+float targets, shapes that differ (``ValueError``, as torchmetrics).
+Not supported (``TypeError``): ``thresholds=None``; ``BinaryAUROC(max_fpr=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Mapping, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from syncfree.metric import Metric
+
+_BAD = ("{metric}: {count} target value(s) that are not 0, 1 or ignore_index were excluded")
+_INF = math.inf
+Thresholds = Union[int, List[float], Tensor, None]
+
+
+def _thresholds(owner: str, thresholds: Thresholds) -> Tensor:
+    if thresholds is None:
+        raise TypeError(
+            f"{owner}: thresholds=None (exact curves over every sample) needs states that grow with the data, "
+            "which syncfree cannot keep without host syncs. Pass thresholds=<int> (e.g. thresholds=200 for "
+            "linspace(0, 1, 200)), a list of floats or a 1-d tensor; or keep torchmetrics for the exact value."
+        )
+    if isinstance(thresholds, bool) or not isinstance(thresholds, (int, list, Tensor)):
+        raise ValueError(f"{owner}: thresholds must be an int, a list of floats or a 1-d tensor, got {thresholds!r}")
+    if isinstance(thresholds, int):
+        if thresholds < 2:
+            raise ValueError(f"{owner}: an int thresholds must be larger than 1, got {thresholds}")
+        return torch.linspace(0, 1, thresholds)
+    if isinstance(thresholds, list):
+        if not thresholds or not all(isinstance(t, float) and 0 <= t <= 1 for t in thresholds):
+            raise ValueError(f"{owner}: a list of thresholds must hold floats in [0, 1], got {thresholds!r}")
+        return torch.tensor(thresholds)
+    if thresholds.ndim != 1 or not thresholds.numel():
+        raise ValueError(f"{owner}: a thresholds tensor must be 1-d and not empty, got shape {tuple(thresholds.shape)}")
+    return thresholds.detach().clone()
+
+
+def _safe_div(num: Tensor, den: Tensor, zero: float) -> Tensor:
+    num, den = num.float(), den.float()
+    return torch.where(den != 0, num / den, torch.full_like(num, zero))
+
+
+class _BinnedBinary(Metric):
+    """Per-threshold binary confusion counts (see the module docstring)."""
+
+    def __init__(self, thresholds: Thresholds, ignore_index: Optional[int], validate_args: bool,
+                 kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        thr = _thresholds(owner, thresholds)
+        if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
+            raise ValueError(f"{owner}: ignore_index must be None or an int, got {ignore_index!r}")
+        self.ignore_index = ignore_index
+        self.validate_args = validate_args
+        T = thr.numel()
+        self._T = T
+        order = torch.sort(thr, stable=True).indices
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(T)
+        self.add_constant("thresholds", thr)
+        self.add_constant("_sorted", thr[order].contiguous())
+        self.add_constant("_rank", rank)
+        # Row of a target code clamp(t, -1, 2) + 1 (4: ignored): 0 / 1 for targets 0 / 1, 2 bad, 3 ignored.
+        self.add_constant("_rows", torch.tensor([2, 0, 1, 2, 3], dtype=torch.int64))
+        self.add_state_group("_hist", [("counts", (2, T + 1), "sum"), ("_bad_targets", (T + 1,), "sum")],
+                             torch.int64, scratch=T + 1)
+        self.add_check("_bad_targets", "error" if validate_args else "warn", _BAD, state=False)
+
+    def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
+        bad = (self.states() if states is None else states)["_bad_targets"].sum()
+        return [(bad, policy, message) for _, policy, message in self._checks if policy != "off"]
+
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        owner = type(self).__name__
+        if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+            raise TypeError(f"{owner}.update: preds and target must be tensors")
+        if preds.shape != target.shape:
+            raise ValueError(f"{owner}.update: preds and target must have the same shape, got "
+                             f"{tuple(preds.shape)} and {tuple(target.shape)}")
+        if target.is_floating_point() or target.is_complex():
+            raise ValueError(f"{owner}.update: target must be an integer tensor of labels, got {target.dtype}")
+        if not preds.is_floating_point():
+            raise ValueError(f"{owner}.update: preds must be floating point scores (probabilities or logits), "
+                             f"got {preds.dtype}")
+        p = preds.detach().reshape(-1)
+        t = target.reshape(-1).long()
+        inside = p.clamp(0, 1) == p
+        tc = t.clamp(-1, 2).add_(1)
+        if self.ignore_index is not None:
+            ignored = t == self.ignore_index
+            inside = inside | ignored
+            tc.masked_fill_(ignored, 4)
+        p = torch.where(inside.all(), p, p.sigmoid())
+        if p.dtype != self._sorted.dtype:
+            p = p.to(self._sorted.dtype)
+        p = torch.nan_to_num(p, nan=-_INF, posinf=_INF, neginf=-_INF)
+        bucket = torch.searchsorted(self._sorted, p, right=True)
+        index = torch.add(bucket, torch.take(self._rows, tc), alpha=self._T + 1)
+        S._hist.put_(index, torch.ones_like(index), accumulate=True)
+
+    def _stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(tps, fps, tns, fns) per threshold, in the order the thresholds were given."""
+        counts = states["counts"]
+        above = counts.flip(-1).cumsum(-1).flip(-1)  # [:, b] = entries with at least b thresholds <= pred
+        positive = above[:, 1:].index_select(1, self._rank)
+        fps, tps = positive[0], positive[1]
+        return tps, fps, above[0, :1] - fps, above[1, :1] - tps
+
+    def _pr_curve(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor]:
+        tps, fps, _, fns = self._stats(states)
+        precision = _safe_div(tps, tps + fps, math.nan)
+        recall = _safe_div(tps, tps + fns, math.nan)
+        precision = torch.cat([precision, torch.ones_like(precision[:1])])
+        recall = torch.cat([recall, torch.zeros_like(recall[:1])])
+        return precision, recall
+
+    def _roc(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+        tps, fps, tns, fns = self._stats(states)
+        tpr = _safe_div(tps, tps + fns, 0.0).flip(0)
+        fpr = _safe_div(fps, fps + tns, 0.0).flip(0)
+        return fpr, tpr, self.thresholds.flip(0)
+
+
+class BinaryPrecisionRecallCurve(_BinnedBinary):
+    """(precision, recall, thresholds) at the given thresholds (precision ends with 1, recall with 0)."""
+
+    def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        precision, recall = self._pr_curve(states)
+        return precision, recall, self.thresholds.clone()
+
+
+class BinaryROC(_BinnedBinary):
+    """(fpr, tpr, thresholds), thresholds in decreasing order (as torchmetrics)."""
+
+    def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        return self._roc(states)
+
+
+class BinaryAUROC(_BinnedBinary):
+    """Area under the binned ROC curve (trapezoidal rule)."""
+
+    def __init__(self, max_fpr: Optional[float] = None, thresholds: Thresholds = None,
+                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> None:
+        if max_fpr is not None and max_fpr != 1:
+            raise TypeError(
+                "BinaryAUROC: max_fpr is not supported by syncfree (the partial AUC's McClish correction "
+                "branches on the curve's values). Drop max_fpr, or keep torchmetrics for the partial AUC."
+            )
+        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+        self.max_fpr = max_fpr
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        fpr, tpr, _ = self._roc(states)
+        return torch.trapezoid(tpr, fpr)
+
+
+class BinaryAveragePrecision(_BinnedBinary):
+    """Average precision: the step-wise area under the binned precision-recall curve."""
+
+    def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                 validate_args: bool = True, **kwargs: Any) -> None:
+        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        precision, recall = self._pr_curve(states)
+        precision = torch.nan_to_num(precision, nan=0.0, posinf=_INF, neginf=-_INF)
+        recall = torch.nan_to_num(recall, nan=0.0, posinf=_INF, neginf=-_INF)
+        return -torch.sum((recall[1:] - recall[:-1]) * precision[:-1])
