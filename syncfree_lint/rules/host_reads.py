@@ -6,7 +6,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, positional
-from syncfree_lint.fixes.plan import FixPlan, Replace
+from syncfree_lint.fixes import host_read_proof as proof
+from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 def _host_read_receiver(node: cst.Call, ctx) -> bool:
@@ -51,55 +52,53 @@ for step, (x, y) in enumerate(loader):
 ```
 
 ## Fix safety
-Unsafe (`--unsafe-fixes`), offered for the accumulator pattern `total += loss.item()` and for a
-value read per step and used at log intervals (`lossf = loss.item()` ... `if step % 100 == 0:
-print(lossf)`): the `.item()` becomes `.detach()`, and every other read of the name in the same
-function becomes `float(name)`, so printing and arithmetic still see Python numbers and the host
-read happens only where the value is used (under the interval guard, if there is one). Behaviour changes in
-corner cases: `total` is a tensor between reads (e.g. `isinstance` checks, reads from nested
-functions), and its value is read when `float()` runs.
+Unsafe (`--unsafe-fixes`), and offered only where `fixes/host_read_proof.py` proves that the
+program computes, prints and returns the same thing. The fix turns `total += loss.item()` into
+`total += loss.detach().double()` (float64, as Python floats add) and `v = loss.item()` into
+`v = loss.detach()` (`.detach().clone()` when `loss` may be changed in place later, e.g.
+`loss /= accum`), and every other read of the name into `float(name)`. It is offered only when:
+
+- the name is bound only by that statement in its function (or module), plus, for `+=`, one
+  `total = <number literal>`: no other assignment, augmented assignment, `del`, `global`,
+  parameter, loop or `with` target, and no use in a nested function, lambda, class or comprehension;
+- the value is proven a float: the `.item()` receiver is a criterion or loss call (`criterion(...)`,
+  `loss_fn(...)`, `F.cross_entropy(...)`), `.mean()`/`.norm()`/`.float()`-like, a true division
+  `/`, arithmetic with one of these, or a name whose every binding is one (not `.sum()` of a
+  comparison, `.eq()`, `argmax`, counts, `.long()`, lengths, model outputs or attributes);
+- every read is arithmetic or a comparison with a non-string, non-container operand, printing,
+  an f-string (not `{name=}`), `%`/`str.format`/`format`/`round`/`abs`/`math.*`, a logging call
+  (a logger method, `.log(...)`, `add_scalar`, `set_postfix`, a dict value handed straight to one),
+  or a copy to another plain name; never a subscript, attribute, container element, dict key,
+  `is`/`in`, `int`/`range`/index, truth value, return/yield, `*`/`**` unpacking or an unknown call.
+  With an `int` initialiser (`total = 0`) only `/`, comparisons and `:.4f`-style formatting, where
+  `0` and `0.0` act alike;
+- every read runs less often than the step: under a guard, or, when the statement is in a step
+  loop of a function that is not itself a step, outside every step loop (after it, or in the
+  epoch code; not in a validation loop). The `.item()` itself is not guarded;
+- for `+=` (float64 on the device), the file names CUDA and no device without float64 (MPS, XLA,
+  XPU, HPU, NPU) nor an API that may pick one at run time (`torch.accelerator`, `Accelerator`).
+
+Not covered: a tensor changed in place through another function it was passed to, a helper that
+holds its own step loop and is itself called once per step, complex-valued tensors, and other
+modules importing a module-level accumulator.
 """
 
-    node_types = (cst.Call, cst.Name, cst.Attribute, cst.Subscript)
-    fix_title = "accumulate on the device (`.detach()`) and read the accumulator with `float()`"
+    node_types = (cst.Call, cst.Name)
+    fix_title = "keep the value on the device (`.detach()`) and read it with `float()` where it is used"
 
     def check(self, node: cst.CSTNode, ctx) -> None:
-        if isinstance(node, cst.Name):
-            if not ctx.is_store(node):
-                ctx.state(self).setdefault(("reads", id(ctx.function), node.value), []).append((node, ctx.statement))
-            return
-        if isinstance(node, (cst.Attribute, cst.Subscript)):
-            if isinstance(node.value, cst.Name):  # x.attr / x[i]: wrapping x in float() would break it
-                ctx.state(self).setdefault(("bases", id(ctx.function)), set()).add(node.value.value)
+        state = ctx.state(self)
+        if isinstance(node, cst.Name):  # where each statement runs, for the reads the proof checks
+            places = state.setdefault("places", {})
+            if id(ctx.statement) not in places:
+                places[id(ctx.statement)] = ctx.placement()
             return
         if method_call(node) == "item" and not node.args and _host_read_receiver(node, ctx):
-            ctx.report(self, node, fix=self._accumulator_fix(node, ctx))
-
-    def _accumulator_fix(self, node: cst.Call, ctx):
-        """``total += loss.item()`` -> ``total += loss.detach()`` (also ``v = loss.item()``), and every
-        read of the name in the same function -> ``float(name)``: the host read moves to where the
-        value is used, typically under the existing logging-interval guard."""
-        statement = ctx.statement
-        if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign) \
-                and isinstance(statement.target, cst.Name):
-            target = statement.target  # total += loss.item()
-        elif isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0].target, cst.Name):
-            target = statement.targets[0].target  # lossf = loss.item() * k, read at log intervals
-        else:
-            return None
-        name, scope, state = target.value, id(ctx.function), ctx.state(self)
-        def build():
-            if name in state.get(("bases", scope), ()):
-                return None
-            parts = [Replace(node.func.attr, statement, "detach")]  # type: ignore[attr-defined]
-            for read, where in state.get(("reads", scope, name), ()):
-                if where is statement:
-                    continue
-                parts.append(Replace(read, where, f"float({name})"))
-            return parts
-
-        return FixPlan(self.fix_title, "unsafe", build)
+            scope = ctx.function.node if ctx.function is not None else ctx.module
+            site = proof.ItemSite(node, ctx.statement, scope, ctx.placement())
+            build = lambda: proof.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
+                                         state.setdefault("scopes", {})).parts
+            ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))
 
 
 class CpuCopy(Rule):

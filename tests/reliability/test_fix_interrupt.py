@@ -39,7 +39,7 @@ def train_{i}_{k}(loader):
         running_{i}_{k} = 0.0
         correct_{k} = 0
         for step, (x, y) in enumerate(loader):
-            loss = model(x.to(device)).sum()
+            loss = model(x.to(device)).mean()
             loss.backward()
             running_{i}_{k} += loss.item()
             correct_{k} += (y == 1).sum().item()

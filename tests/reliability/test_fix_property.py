@@ -186,7 +186,7 @@ model = torch.nn.Linear(2, 2).to(device)
 mean_loss = MeanMetric()
 running = 0.0
 for step, batch in enumerate(loader):
-    loss = model(batch.to(device)).sum()
+    loss = criterion(model(batch.to(device)))
     loss.backward()
     running += loss.item()
     mean_loss.update(loss)
@@ -210,18 +210,26 @@ def test_grammar_programs_after_a_step_fix_properties(source):
 
 
 # ---- known bugs: minimal repros (strict xfail: they start passing when the bug is fixed) -------
-LOOP = "import torch\nfor x in loader:\n    loss = model(x.cuda())\n"
+LOOP = "import torch\nfor step, x in enumerate(loader):\n    loss = criterion(model(x.cuda()))\n"
 BUG_REPROS = {
     # SFL101 unsafe fix: reads of the name are located by text search in the statement
-    # (analysis/positions.py), so the first substring match is rewritten.
-    "accumulator_read_inside_longer_name": (LOOP + "    psnr = 1 / loss.item()\n    avg_psnr += psnr\n", True, None),
-    "accumulator_read_after_keyword_of_same_name": (LOOP + "    n = loss.item()\n    f(n=n)\n", True, None),
+    # (analysis/positions.py), so the first substring match is rewritten. (The proof of
+    # fixes/host_read_proof.py needs a criterion's result and reads under a guard or after the loop.)
+    "accumulator_read_inside_longer_name": (
+        LOOP + "    psnr = loss.item()\n    if step % 10 == 0:\n        print(avg_psnr, psnr)\n", True,
+        "print(avg_psnr, float(psnr))",
+    ),
+    "accumulator_read_after_keyword_of_same_name": (
+        LOOP + "    n = loss.item()\n    if step % 10 == 0:\n        pbar.set_postfix(n=n)\n", True,
+        "pbar.set_postfix(n=float(n))",
+    ),
     "accumulator_name_inside_fstring_text": (
-        LOOP + "    total_loss += loss.item()\n    print(f\"total_loss={total_loss}\")\n", True,
+        "import torch\ntotal_loss = 0.0\n" + LOOP[len("import torch\n"):] + "    total_loss += loss.item()\n"
+        "print(f\"total_loss={total_loss}\")\n", True,
         "print(f\"total_loss={float(total_loss)}\")",
     ),
     # SFL101 unsafe fix: a receiver split over lines is not found; the edit lands at the statement start.
-    "item_call_split_over_lines": (LOOP + "    norm = (loss\n            .item())\n", True, None),
+    "item_call_split_over_lines": (LOOP + "    norm = (loss\n            .item())\n", True, ".detach())"),
     # SFL301 SAFE fix: `import syncfree` goes at column 0 after an import that sits in a block.
     "torchmetrics_import_in_try": (
         "import torch\ntry:\n    import torchmetrics\nexcept ImportError:\n    torchmetrics = None\n"
