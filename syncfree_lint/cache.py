@@ -37,6 +37,17 @@ def source_hash() -> str:
     return _SOURCE_HASH
 
 
+def mark_cache_root(root: str) -> None:
+    """Tag the cache folder for backup tools (CACHEDIR.TAG) and keep it out of git
+    (a ``.gitignore`` holding ``*``), as ruff and pytest do. Raises OSError."""
+    for name, text in (("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# syncfree-lint cache\n"),
+                       (".gitignore", "# created by syncfree-lint\n*\n")):
+        marker = os.path.join(root, name)
+        if not os.path.exists(marker):
+            with open(marker, "w") as handle:
+                handle.write(text)
+
+
 class Cache:
     def __init__(self, folder: str, config_key: str) -> None:
         self.folder = os.path.join(folder, f"{__version__}-{source_hash()}")
@@ -64,10 +75,7 @@ class Cache:
         try:
             if not self._ready:
                 os.makedirs(self.folder, exist_ok=True)
-                marker = os.path.join(os.path.dirname(self.folder), "CACHEDIR.TAG")
-                if not os.path.exists(marker):
-                    with open(marker, "w") as handle:
-                        handle.write("Signature: 8a477f597d28d172789f06886806bc55\n# syncfree-lint cache\n")
+                mark_cache_root(os.path.dirname(self.folder))
                 self._ready = True
             dump_atomically(self._file(key), value)
         except OSError:

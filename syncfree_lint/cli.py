@@ -10,8 +10,8 @@ from syncfree_lint import __version__
 from syncfree_lint.config import ConfigError, load_config, validate_codes, with_overrides
 from syncfree_lint.engine import run
 from syncfree_lint.cache import CACHE_DIR, Cache
+from syncfree_lint.cli_report import fix_stdin, report
 from syncfree_lint.output.formats import FORMATS
-from syncfree_lint.output.text import format_statistics, format_text
 from syncfree_lint.rules import ALL_RULES, BY_CODE, DEFAULTS
 
 
@@ -23,17 +23,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="syncfree-lint",
         description="Find host-device syncs in PyTorch training and evaluation steps.",
+        epilog="Subcommand: `syncfree-lint server` runs the Language Server (stdio) for editors; "
+               "see `syncfree-lint server --help`.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .)")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); `-` reads stdin")
     parser.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (ALL for every rule); replaces the default set")
     parser.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection (e.g. SFL402)")
     parser.add_argument("--ignore", type=_codes, metavar="CODES", help="codes or prefixes to disable")
     parser.add_argument("--config", metavar="FILE", help="read settings from this pyproject.toml instead of searching for one")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    parser.add_argument("--statistics", action="store_true", help="print a count per code after the findings")
+    parser.add_argument("--statistics", action="store_true", help="print a count per code after the findings, with how many have fixes ([*N fixable])")
+    parser.add_argument("--show-source", action="store_true", help="under each finding, print its source line with a caret under the column")
+    parser.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in this baseline (see --write-baseline)")
+    parser.add_argument("--baseline-strict", action="store_true", help="with --baseline, exit 1 when recorded findings no longer occur (stale entries)")
+    parser.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE (JSON) and exit 0")
+    parser.add_argument("--add-noqa", action="store_true", help="write `# noqa: CODE` on every reported line (merged with existing noqa codes)")
     parser.add_argument("--list-rules", action="store_true", help="list every rule and exit")
     parser.add_argument("--explain", metavar="CODE", help="print the documentation of a rule and exit")
-    parser.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it under NAME")
+    parser.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it under NAME (with --fix, the fixed source goes to stdout)")
     parser.add_argument("--no-project", action="store_true", help="lint the given files on their own; by default the rest of their project (the folder with pyproject.toml, setup.py or .git) is read for its call graph")
     parser.add_argument("--show-reach", action="store_true", help="under each finding, print the chain that makes it run per step (step loop -> calls)")
     parser.add_argument("--report-guarded", action="store_true", default=None, help="also report code under a logging-interval guard")
@@ -146,6 +153,11 @@ class _Progress:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["server"]:  # a subcommand; PATH arguments are positional, so it comes first
+        from syncfree_lint.lsp.serve import main as serve
+
+        return serve(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     out = sys.stdout
@@ -160,9 +172,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         out.write(rule.explain())
         return 0
     paths = args.paths or ["."]
+    if "-" in paths and len(paths) > 1:
+        sys.stderr.write("syncfree-lint: error: `-` (stdin) cannot be combined with other paths\n")
+        return 2
     try:
         known = list(DEFAULTS)
-        config = load_config(args.config, paths, known)
+        config = load_config(args.config, [args.stdin_filename] if args.stdin_filename else paths, known)
         config = with_overrides(
             config,
             select=validate_codes(args.select, "--select", known) if args.select is not None else None,
@@ -174,16 +189,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.write(f"syncfree-lint: error: {exc}\n")
         return 2
     stdin = None
-    if args.stdin_filename is not None:
+    if args.stdin_filename is not None or paths == ["-"]:
         data = sys.stdin.buffer.read()
         from syncfree_lint.source import SourceError, decode_source
 
+        name = args.stdin_filename or "-"
         try:
             text = decode_source(data)
         except SourceError as exc:
-            out.write(f"{args.stdin_filename}:{exc.line}:{exc.col}: SFL000 {exc}\n")
+            out.write(f"{name}:{exc.line}:{exc.col}: SFL000 {exc}\n")
             return 1
-        stdin = (args.stdin_filename, text)
+        stdin = (name, text)
     else:
         missing = [p for p in paths if not os.path.exists(p)]
         if missing:
@@ -191,11 +207,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
     jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     # fix edits need exact positions (a code generation pass): build them only when shown or used
-    want_fixes = bool(args.fix or args.diff or args.output_format in ("json", "sarif"))
+    want_fixes = bool(args.fix or args.diff or args.statistics or args.output_format in ("json", "sarif"))
     cache = None
     if not args.no_cache:  # with stdin, only the project's summaries are stored
         folder = args.cache_dir or os.path.join(config.root, CACHE_DIR)
         cache = Cache(folder, f"{config!r} fixes={want_fixes}")
+    if stdin is not None and (args.fix or args.diff):
+        return fix_stdin(args, stdin[0], stdin[1], config, cache, out)
     progress = _Progress() if sys.stderr.isatty() and stdin is None else None
     try:
         result = run(paths, config, stdin=stdin, jobs=jobs, cache=cache, progress=progress, fixes=want_fixes,
@@ -213,13 +231,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if status is not None:
                 return status
             result = run(paths, config, jobs=jobs, cache=cache, fixes=want_fixes, project=not args.no_project)
-        if args.show_reach and args.output_format == "text":
-            out.write(format_text(result.diagnostics, show_reach=True))
-        else:
-            out.write(FORMATS[args.output_format](result.diagnostics))
-        if args.statistics:
-            out.write(format_statistics(result.diagnostics))
-        out.flush()
+        return report(args, result, config, paths, stdin, out)
     except KeyboardInterrupt:
         _finish_threads()
         sys.stderr.write("syncfree-lint: interrupted (files already fixed are complete; the others are untouched)\n")
@@ -228,8 +240,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    if result.internal_errors:
-        return 2
-    if result.diagnostics and not args.exit_zero:
-        return 1
-    return 0

@@ -13,6 +13,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - 3.9/3.10
     tomllib = None  # type: ignore[assignment]
 
+from syncfree_lint.config_hints import warn_misspelt_sections
 from syncfree_lint.knowledge.frequency import LOGGING_FLAG_WORDS, OPT_IN_FLAG_WORDS
 
 SECTION = "syncfree-lint"
@@ -227,6 +228,7 @@ def read_pyproject(path: Path) -> Optional[Mapping[str, object]]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     tool = data.get("tool", {})
     section = tool.get(SECTION) if isinstance(tool, dict) else None
+    warn_misspelt_sections(path, tool, SECTION)
     if section is None:
         return None
     if not isinstance(section, dict):

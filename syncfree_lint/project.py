@@ -18,6 +18,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts
 from syncfree_lint.atomic import dump_atomically
+from syncfree_lint.cache import mark_cache_root
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 #: a project larger than this is not used as context (a home folder with a stray .git)
@@ -85,6 +86,7 @@ class ProjectIndex:
             return
         try:
             dump_atomically(self.file, self.entries)
+            mark_cache_root(os.path.dirname(os.path.dirname(self.file)))
             self.changed = False
         except OSError:
             pass  # a read-only tree runs without a stored index

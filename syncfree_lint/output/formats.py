@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from syncfree_lint import __version__
 from syncfree_lint.diagnostic import Diagnostic
@@ -109,8 +109,11 @@ def _related(index: int, where: str, what: str) -> Dict[str, object]:
     }
 
 
-def format_sarif(diagnostics: Sequence[Diagnostic]) -> str:
-    """SARIF 2.1.0 for GitHub code scanning: every rule with its help, results with fixes."""
+def format_sarif(diagnostics: Sequence[Diagnostic], fingerprints: Optional[Sequence[str]] = None) -> str:
+    """SARIF 2.1.0 for GitHub code scanning: every rule with its help, results with fixes.
+
+    ``fingerprints`` (one per diagnostic, ``fingerprint.fingerprints``) go into each result's
+    ``partialFingerprints``: they stay the same when lines are inserted elsewhere."""
     index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
     rules = [
         {
@@ -127,7 +130,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic]) -> str:
         for rule in ALL_RULES
     ]
     results = []
-    for d in diagnostics:
+    for position, d in enumerate(diagnostics):
         end = _end(d)
         uri = d.path.replace(os.sep, "/")
         result = {
@@ -143,6 +146,8 @@ def format_sarif(diagnostics: Sequence[Diagnostic]) -> str:
                 }
             }],
         }
+        if fingerprints is not None:
+            result["partialFingerprints"] = {"syncfreeLintKey/v1": fingerprints[position]}
         if d.reach:
             result["relatedLocations"] = [_related(i, where, what) for i, (where, what) in enumerate(d.reach)]
         if d.fix is not None and d.fix.edits:

@@ -23,10 +23,19 @@ def format_reach(diagnostic: Diagnostic) -> str:
 
 
 def format_statistics(diagnostics: List[Diagnostic]) -> str:
-    """One line per code, most frequent first: ``count  CODE  message``."""
+    """One line per code, most frequent first: ``count  CODE  [*N fixable] message``.
+
+    ``[*N fixable]``: N of them have a safe fix (``--fix``); ``M with --unsafe-fixes``: M more have
+    a fix that may change behaviour. Counting fixes needs them built (the CLI does that)."""
     counts = Counter(d.code for d in diagnostics)
+    safe = Counter(d.code for d in diagnostics if d.fix is not None and d.fix.edits and d.fix.applicability == "safe")
+    unsafe = Counter(d.code for d in diagnostics if d.fix is not None and d.fix.edits and d.fix.applicability != "safe")
     first: Dict[str, str] = {}
     for d in diagnostics:
         first.setdefault(d.code, d.message)
-    lines = [f"{count:<6} {code} {first[code]}" for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines = []
+    for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        parts = ([f"*{safe[code]} fixable"] if safe[code] else []) + ([f"{unsafe[code]} with --unsafe-fixes"] if unsafe[code] else [])
+        tag = f"[{', '.join(parts)}] " if parts else ""
+        lines.append(f"{count:<6} {code} {tag}{first[code]}")
     return "".join(line + "\n" for line in lines)
