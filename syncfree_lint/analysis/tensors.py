@@ -24,6 +24,7 @@ MODULE_CLASS = "module_class"
 NUMBER = "number"
 NUMPY = "numpy"
 LOADER = "loader"
+HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors until they are moved
 ACCELERATOR = "accelerator"
 METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
 OTHER = "other"
@@ -31,7 +32,9 @@ OTHER = "other"
 DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
 _HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})
 #: kinds on which a host read is certainly not a device sync
-NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, ACCELERATOR, METRIC, OTHER})
+NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, HOST_LOADER, ACCELERATOR,
+                        METRIC, OTHER})
+LOADERS = frozenset({LOADER, HOST_LOADER})
 
 Lookup = Callable[[str], Optional[str]]
 
@@ -245,7 +248,7 @@ class TensorInference:
                 return self.kind(first) or MODULE
             return MODULE
         if qual in api.LOADER_CLASSES:
-            return LOADER
+            return HOST_LOADER
         if qual.startswith(api.ACCELERATOR_CLASSES):
             return ACCELERATOR
         if not qual.startswith("torch."):
@@ -254,7 +257,7 @@ class TensorInference:
             return NUMBER
         if qual in api.TORCH_NON_TENSOR or qual.startswith(api.TORCH_NON_TENSOR_PREFIXES):
             if qual.startswith("torch.utils.data.") and qual.endswith("DataLoader"):
-                return LOADER
+                return HOST_LOADER
             if qual in ("torch.nn.utils.clip_grad_norm_",):
                 return TENSOR
             return OTHER
@@ -333,7 +336,7 @@ class TensorInference:
             if name in ("gather", "gather_for_metrics", "reduce", "pad_across_processes", "all_gather"):
                 return TENSOR
             return None
-        if receiver == LOADER:
+        if receiver in LOADERS:
             return OTHER
         if receiver is None:  # whatever it was, after these it is on the host
             if name == "cpu":
