@@ -167,7 +167,7 @@ class BindingsMixin:
                 if mapping in (T.BATCH, T.HOST_BATCH):
                     self._bind_batch(value, mapping)  # a host batch's values are host tensors too
                 else:
-                    self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS else None)
+                    self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS or mapping == T.TENSORS else None)
             else:
                 self._bind_target(target, None)
             return
@@ -177,6 +177,9 @@ class BindingsMixin:
         kind = self.kind(iterable)
         if kind == T.BATCH:
             self._bind_batch(target, T.BATCH)
+        elif kind == T.TENSORS and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+                and iterable.func.attr.value == "values":
+            self._bind_target(target, T.TENSOR)
         else:
             self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
 
@@ -208,7 +211,7 @@ class BindingsMixin:
                 if isinstance(element, cst.Ellipsis) and len(node.slice) == 2:
                     element = node.slice[0].slice.value if isinstance(node.slice[0].slice, cst.Index) else None
                 if element is not None and self._annotated_kind(cst.Annotation(element)) == T.TENSOR:
-                    return T.TENSOR  # a container of tensors is a tensor kind here, as `.items()` values are
+                    return T.TENSORS
         return None
 
     def _mark_store(self, target: cst.CSTNode) -> None:

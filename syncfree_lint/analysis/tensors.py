@@ -24,6 +24,8 @@ MODULE_CLASS = "module_class"
 NUMBER = "number"
 NUMPY = "numpy"
 LOADER = "loader"
+TENSORS = "tensors"  # a container of device tensors (``loss_dict: Dict[str, Tensor]``): its elements are tensors,
+#                     its truth value and length are not device reads
 HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors until they are moved
 ACCELERATOR = "accelerator"
 METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
@@ -150,6 +152,9 @@ class TensorInference:
             return METRIC
         if base in (TENSOR, MASK):
             return TENSOR
+        if base == TENSORS:  # loss_dict["loss"] / tensors[0]; a slice is still a container
+            sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
+            return TENSORS if sliced else TENSOR
         if base in (BATCH, HOST_BATCH, HOST_TENSOR, NUMPY):
             return base
         return None
@@ -330,6 +335,10 @@ class TensorInference:
             return None
         if receiver == NUMPY:
             return NUMPY
+        if receiver == TENSORS:
+            if name in ("values", "items", "copy"):
+                return TENSORS
+            return TENSOR if name in ("get", "pop", "__getitem__") else None
         if receiver == METRIC:
             return METRIC if name in ("to", "cuda", "cpu", "float", "double", "half", "set_dtype") else TENSOR
         if receiver == ACCELERATOR:
