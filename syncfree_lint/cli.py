@@ -10,7 +10,7 @@ from syncfree_lint import __version__
 from syncfree_lint.config import ConfigError, load_config, validate_codes, with_overrides
 from syncfree_lint.engine import run
 from syncfree_lint.cache import CACHE_DIR, Cache
-from syncfree_lint.cli_report import fix_stdin, report
+from syncfree_lint.cli_report import declined_fixes, fix_stdin, report
 from syncfree_lint.output.formats import FORMATS
 from syncfree_lint.rules import ALL_RULES, BY_CODE, DEFAULTS
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply fixes that may change behaviour")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing (exit 1 if there is a diff)")
-    parser.add_argument("--show-fixes", action="store_true", help="list what was fixed")
+    parser.add_argument("--show-fixes", action="store_true", help="list what was fixed, and why a fix was declined where a rule has one")
     parser.add_argument("--output-format", choices=sorted(FORMATS), default="text", help="how to print findings (default: text, flake8's shape)")
     parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to lint with (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write .syncfree_cache/")
@@ -108,6 +108,8 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
         stream.write(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}:\n")
         for d in sorted(applied_all):
             stream.write(f"  {d.path}:{d.line}:{d.col}: {d.code} {d.fix.title}\n")
+    if args.show_fixes:
+        (sys.stderr if args.diff else out).write(declined_fixes(result.diagnostics))
     if args.diff:
         out.write("".join(diffs))
         return 1 if diffs else 0
@@ -207,7 +209,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
     jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     # fix edits need exact positions (a code generation pass): build them only when shown or used
-    want_fixes = bool(args.fix or args.diff or args.statistics or args.output_format in ("json", "sarif"))
+    want_fixes = bool(args.fix or args.diff or args.statistics or args.show_fixes
+                      or args.output_format in ("json", "sarif"))
     cache = None
     if not args.no_cache:  # with stdin, only the project's summaries are stored
         folder = args.cache_dir or os.path.join(config.root, CACHE_DIR)

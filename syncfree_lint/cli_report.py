@@ -132,9 +132,21 @@ def report(args, result, config: Config, paths: Sequence[str], stdin: Stdin, out
         out.write(FORMATS[args.output_format](diagnostics))
     if args.statistics:
         out.write(format_statistics(list(diagnostics)))
+    if args.show_fixes and not (args.fix or args.diff):
+        out.write(declined_fixes(diagnostics))
     out.flush()
     if result.internal_errors:
         return 2
     if stale and args.baseline_strict:
         return 1
     return 1 if diagnostics and not args.exit_zero else 0
+
+
+def declined_fixes(diagnostics) -> str:
+    """``--show-fixes``: each finding whose rule has a fix that was not offered here, and why."""
+    declined = sorted(d for d in diagnostics if d.fix_declined)
+    if not declined:
+        return ""
+    lines = [f"No fix offered for {len(declined)} finding{'s' if len(declined) != 1 else ''}:\n"]
+    lines += [f"  {d.path}:{d.line}:{d.col}: {d.code} {d.fix_declined}\n" for d in declined]
+    return "".join(lines)

@@ -37,6 +37,7 @@ class Diagnostic:
     end_col: Optional[int] = field(default=None, compare=False)
     guarded: bool = field(default=False, compare=False)
     reach: Tuple[Tuple[str, str], ...] = field(default=(), compare=False)  # (where, what) links: why it runs per step, outermost first
+    fix_declined: Optional[str] = field(default=None, compare=False)  # why a rule's fix was not offered here
 
     def format(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"

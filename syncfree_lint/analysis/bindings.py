@@ -21,6 +21,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
 
 
+#: suffix of an environment key recording that a name holds a remainder (``name %``: never a real name)
+REMAINDER = " %"
+#: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
+_TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
+
+
 class BindingsMixin:
     """Name -> kind environments for ``ModuleAnalysis`` (which provides the attributes below)."""
 
@@ -53,7 +59,9 @@ class BindingsMixin:
     def _bind(self, name: str, kind: Optional[str]) -> None:
         if self._kinds:
             self._kinds.clear()
-        self._envs[-1][name] = kind
+        env = self._envs[-1]
+        env[name] = kind
+        env.pop(name + REMAINDER, None)
         if name.startswith("self.") and self.class_frame is not None and self.function is not None:
             previous = self.class_frame.attrs.get(name)
             if kind is not None or previous is None:
@@ -95,6 +103,12 @@ class BindingsMixin:
             local = self.resolve_local(NameRef(value.func.value, ".".join(self._prefix)))
             if name is not None and local:
                 self._generators[name] = local[0]  # next(name) runs the function's body
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.BinaryOperation) \
+                and isinstance(value.operator, cst.Modulo) and not isinstance(
+                    value.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            self._bind(targets[0].value, self.kind(value))
+            self._envs[-1][targets[0].value + REMAINDER] = T.NUMBER  # `rem = step % log_freq`: `if rem == 0:` is an interval
+            return
         for target in targets:
             if isinstance(target, (cst.Tuple, cst.List)):
                 kinds = self._elementwise(value, len(target.elements))
@@ -109,7 +123,8 @@ class BindingsMixin:
             return [self.kind(el.value) for el in value.elements]
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in ("prepare", "setup") and len(value.args) == count:
-                return [self.kind(arg.value) for arg in value.args]
+                # a prepared loader yields batches already on the device
+                return [T.LOADER if self.kind(arg.value) == T.HOST_LOADER else self.kind(arg.value) for arg in value.args]
         return None
 
     def _call_kind(self, call: cst.Call) -> Optional[str]:
@@ -149,10 +164,10 @@ class BindingsMixin:
             elif isinstance(target, cst.Tuple) and len(target.elements) == 2:
                 self._bind_target(target.elements[0].value, T.OTHER)
                 value = target.elements[1].value
-                if mapping == T.BATCH:
-                    self._bind_batch(value, T.BATCH)
+                if mapping in (T.BATCH, T.HOST_BATCH):
+                    self._bind_batch(value, mapping)  # a host batch's values are host tensors too
                 else:
-                    self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS else None)
+                    self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS or mapping == T.TENSORS else None)
             else:
                 self._bind_target(target, None)
             return
@@ -162,6 +177,9 @@ class BindingsMixin:
         kind = self.kind(iterable)
         if kind == T.BATCH:
             self._bind_batch(target, T.BATCH)
+        elif kind == T.TENSORS and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+                and iterable.func.attr.value == "values":
+            self._bind_target(target, T.TENSOR)
         else:
             self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
 
@@ -185,6 +203,15 @@ class BindingsMixin:
                 node = node.left  # torch.Tensor | None
         if isinstance(node, (cst.Name, cst.Attribute)) and self.qualname(node) == "torch.Tensor":
             return T.TENSOR
+        if isinstance(node, cst.Subscript) and node.slice:  # Dict[str, Tensor], List[Tensor], Tuple[Tensor, ...]
+            container = (self.qualname(node.value) or dotted(node.value) or "").rsplit(".", 1)[-1].lower()
+            last = node.slice[-1].slice
+            element = last.value if isinstance(last, cst.Index) else None
+            if container in _TENSOR_CONTAINERS and element is not None:
+                if isinstance(element, cst.Ellipsis) and len(node.slice) == 2:
+                    element = node.slice[0].slice.value if isinstance(node.slice[0].slice, cst.Index) else None
+                if element is not None and self._annotated_kind(cst.Annotation(element)) == T.TENSOR:
+                    return T.TENSORS
         return None
 
     def _mark_store(self, target: cst.CSTNode) -> None:

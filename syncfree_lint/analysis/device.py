@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional, Set
+from typing import FrozenSet, Optional, Set
 
 from syncfree_lint.knowledge import frequency as facts
 
@@ -74,6 +74,33 @@ def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
     if says_cpu:
         return False
     return moves or not builds_model or not _is_script(tree)
+
+
+def named_accelerators(tree: ast.AST) -> FrozenSet[str]:
+    """The accelerator families this code names (``"cuda"``, ``"mps"``, ...), from device strings,
+    options (``--cuda``), attributes (``x.cuda()``, ``torch.mps``) and imports; ``"any"`` for an
+    API or library that picks one at run time (``torch.accelerator``, accelerate, lightning)."""
+    named: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.lower()
+            if text.startswith("-"):
+                words = text.lstrip("-").replace("-", "_").split("_")
+                named.update(w for w in words if w in facts.ACCELERATOR_DEVICES)
+                if any(w in facts.ACCELERATOR_OPTION_WORDS and w not in facts.ACCELERATOR_DEVICES for w in words):
+                    named.add("any")
+            elif text.split(":", 1)[0] in facts.ACCELERATOR_DEVICES:
+                named.add(text.split(":", 1)[0])
+        elif isinstance(node, ast.Attribute) and node.attr in facts.ACCELERATOR_ATTRIBUTES:
+            named.add(node.attr if node.attr in facts.ACCELERATOR_DEVICES else "any")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for module in modules:
+                if module == "torch.cuda" or module.startswith("torch.cuda."):
+                    named.add("cuda")
+                elif _accelerator_module(module):
+                    named.add("any")
+    return frozenset(named)
 
 
 def _is_script(tree: ast.AST) -> bool:

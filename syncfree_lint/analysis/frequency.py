@@ -7,15 +7,18 @@ helper's frequency is follows from the whole run's call graph (``analysis.callgr
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
+import ast
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from syncfree_lint.analysis import tensors as T
 from syncfree_lint.analysis.scope import (
     FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_equality_guard, is_flag_guard,
-    is_host_branch, is_opt_in_call,
+    is_host_branch, is_memo_guard, is_opt_in_call,
 )
+from syncfree_lint.analysis.bindings import REMAINDER
+from syncfree_lint.analysis.options import off_by_default
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
@@ -36,12 +39,18 @@ class FrequencyMixin:
     qualname: Callable[[cst.BaseExpression], Optional[str]]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     resolve_local: Callable[["CallRef"], List[str]]
+    lookup: Callable[[str], Optional[str]]
+    tree: Optional[ast.AST]
+    _off_options: Optional[FrozenSet[str]] = None
 
     def placement(self) -> Placement:
-        guarded = self.guard_depth > 0 or any(loop.rest_guarded for loop in self.loops)
-        if self.function is not None and self.function.rest_guarded:
-            guarded = True
-        return Placement(tuple(self.loops), self.function, guarded)
+        return Placement(tuple(self.loops), self.function, self.guard_depth,
+                         tuple(loop.rest_guarded for loop in self.loops),
+                         self.function is not None and self.function.rest_guarded)
+
+    def _guards_here(self) -> Tuple[int, bool]:
+        """What a loop starting here is nested in: guards, and a guarded early return."""
+        return self.guard_depth, self.function is not None and self.function.rest_guarded
 
     def _is_guard(self, node: cst.If) -> bool:
         """Does this ``if`` lower the frequency of its body below once per step?
@@ -50,14 +59,43 @@ class FrequencyMixin:
         accumulation: that body runs once per optimizer step), equality with a counter (once),
         logging and opt-in flags, opt-in calls, and host-only device branches."""
         test = node.test
-        if has_modulo(test):
+        if has_modulo(test) or self._tests_remainder(test):
             return not contains_step_marker(node.body, self.qualname)
         return (
-            is_flag_guard(test, self.logging_words, self.opt_in_words)
+            is_memo_guard(node)
+            or is_flag_guard(test, self.logging_words, self.opt_in_words)
+            or (self._tests_off_option(test) and not contains_step_marker(node.body, self.qualname))
             or is_opt_in_call(test, self.qualname)
             or is_equality_guard(test, self._is_host_number)
             or is_host_branch(test)
         )
+
+    def _tests_off_option(self, test: cst.BaseExpression) -> bool:
+        """``if args.metrics_avg:`` / ``if args.clip is not None:`` for an option that is off by default."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._tests_off_option(test.left) or self._tests_off_option(test.right)
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, cst.IsNot) \
+                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+            test = test.left
+        if not isinstance(test, cst.Attribute):
+            return False
+        if self._off_options is None:
+            self._off_options = off_by_default(self.tree)
+        return test.attr.value in self._off_options
+
+    def _tests_remainder(self, test: cst.BaseExpression) -> bool:
+        """``if rem == 0:`` / ``if not rem:`` where ``rem = step % k`` (an interval guard by data flow)."""
+        if isinstance(test, cst.BooleanOperation):
+            return self._tests_remainder(test.left) or self._tests_remainder(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            sides = [test.left, test.comparisons[0].comparator]
+            if not any(isinstance(side, cst.Integer) and side.value == "0" for side in sides):
+                return False
+            test = next((side for side in sides if isinstance(side, cst.Name)), test)
+        return isinstance(test, cst.Name) and self.lookup(test.value + REMAINDER) is not None
 
     def _is_host_number(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.Name, cst.Attribute)):

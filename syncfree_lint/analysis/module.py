@@ -351,10 +351,11 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         self.statement = node
         self._rules(node)
         self._visit(node.iter)
-        over_loader = mentions_loader(node.iter) or self.kind(node.iter) == T.LOADER
-        moved = over_loader and moves_items(node.body, target_names(node.target))
-        self._bind_loop_target(node.target, node.iter, over_loader, T.HOST_BATCH if moved else T.BATCH)
-        loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node)
+        loader_kind = self.kind(_iterated(node.iter))
+        over_loader = mentions_loader(node.iter) or loader_kind in T.LOADERS
+        host_items = loader_kind == T.HOST_LOADER or moves_items(node.body, target_names(node.target))
+        self._bind_loop_target(node.target, node.iter, over_loader, T.HOST_BATCH if over_loader and host_items else T.BATCH)
+        loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node, *self._guards_here())
         self.loops.append(loop)
         iter_ref = self._iterated_function(node.iter)
         if iter_ref is not None:
@@ -370,7 +371,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
     def _while(self, node: cst.While) -> None:
         self.statement = node
         self._rules(node)
-        loop = LoopFrame(False, self.function, node)
+        loop = LoopFrame(False, self.function, node, *self._guards_here())
         self.loops.append(loop)
         self._visit(node.test)
         self._suite(node.body)
@@ -487,3 +488,11 @@ _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.DictComp: ModuleAnalysis._comprehension,
     cst.Lambda: ModuleAnalysis._lambda,
 }
+
+
+def _iterated(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """The loader under ``enumerate(loader)``, ``tqdm(loader)``, ``iter(loader)``."""
+    while isinstance(iterable, cst.Call) and iterable.args and iterable.args[0].keyword is None \
+            and dotted(iterable.func) in ("enumerate", "iter", "tqdm", "tqdm.tqdm"):
+        iterable = iterable.args[0].value
+    return iterable

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.knowledge import frequency as facts
 
 STEP = "<step>"  # the owner of code that runs once per step by its own position
@@ -33,13 +34,18 @@ class FunctionFrame:
 
 
 class LoopFrame:
-    __slots__ = ("is_step", "rest_guarded", "function", "node")
+    __slots__ = ("is_step", "rest_guarded", "function", "node", "guards_outside", "function_guarded_outside")
 
-    def __init__(self, over_loader: bool, function: Optional["FunctionFrame"], node: cst.CSTNode) -> None:
+    def __init__(self, over_loader: bool, function: Optional["FunctionFrame"], node: cst.CSTNode,
+                 guards_outside: int = 0, function_guarded_outside: bool = False) -> None:
         self.node = node  # the loop statement, for the reach chain
         self.is_step = over_loader  # a marker call in its own body makes it one too
         self.rest_guarded = False
         self.function = function  # the function whose body holds the loop (None: module level)
+        # guards around the loop itself: they decide whether the loop runs, not how often its body
+        # runs per step (``if args.do_eval: for batch in loader: ...`` is per eval step)
+        self.guards_outside = guards_outside
+        self.function_guarded_outside = function_guarded_outside
 
 
 class ClassFrame:
@@ -61,7 +67,23 @@ class Placement:
 
     loops: Tuple[LoopFrame, ...]
     function: Optional[FunctionFrame]
-    guarded: bool
+    guard_depth: int  # enclosing guards in the function, at this statement
+    loops_rest_guarded: Tuple[bool, ...]  # per loop: after a guarded ``continue``, at this statement
+    function_rest_guarded: bool  # after a guarded early ``return``, at this statement
+
+    @property
+    def guarded(self) -> bool:
+        """Does a guard lower this statement's frequency below once per step? Guards around the
+        outermost step loop do not count (``if args.do_eval: for batch in loader: ...``: whether
+        the loop runs at all is not how often its body runs); guards inside it do. Decided when
+        asked, since a loop may be found to be a step loop after the statement."""
+        outer = next((i for i, loop in enumerate(self.loops) if loop.is_step), None)
+        if outer is None:
+            return self.guard_depth > 0 or self.function_rest_guarded or any(self.loops_rest_guarded)
+        loop = self.loops[outer]
+        return (self.guard_depth > loop.guards_outside
+                or (self.function_rest_guarded and not loop.function_guarded_outside)
+                or any(self.loops_rest_guarded[outer:]))
 
     def step_origin(self) -> Optional[cst.CSTNode]:
         """The statement that makes this place per step: its innermost step loop, or the step
@@ -322,3 +344,42 @@ def is_equality_guard(expr: cst.BaseExpression, is_host_number: Callable[[cst.Ba
     literal = any(isinstance(side, cst.Integer) for side in sides)
     counters = sum(1 for side in sides if is_host_number(side))
     return (literal and counters >= 1) or counters == 2
+
+
+def is_memo_guard(node: cst.If) -> bool:
+    """``if key not in cache: ... cache[key] = ...`` / ``if self.x is None: ... self.x = ...``: the
+    body fills what the test checks, so it runs once (per key), not per step."""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or node.orelse is not None:
+        return False
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, cst.NotIn):
+        holder, subscripted = dotted(right), True
+    elif isinstance(operator, cst.Is) and isinstance(right, cst.Name) and right.value == "None":
+        holder, subscripted = dotted(test.left), False
+    else:
+        return False
+    if holder is None:
+        return False
+    for statement in _small_statements(node.body):
+        if isinstance(statement, cst.Assign):
+            for target in statement.targets:
+                filled = target.target
+                if subscripted and isinstance(filled, cst.Subscript):
+                    filled = filled.value
+                elif subscripted:
+                    continue
+                if dotted(filled) == holder:
+                    return True
+    return False
+
+
+def _small_statements(body: cst.BaseSuite) -> List[cst.CSTNode]:
+    """The simple statements directly in a block (not in nested blocks)."""
+    out: List[cst.CSTNode] = []
+    for statement in getattr(body, "body", ()):
+        if isinstance(statement, cst.SimpleStatementLine):
+            out.extend(statement.body)
+        elif isinstance(statement, cst.BaseSmallStatement):
+            out.append(statement)
+    return out

@@ -15,7 +15,7 @@ from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
-from syncfree_lint.fixes.plan import Replace
+from syncfree_lint.fixes.plan import Declined, Replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
@@ -66,9 +66,9 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             continue
         origin = placement.step_origin() if placement is not None and owner == STEP else None
         reach = (_origin_hop(walk.path, origin, finder),) if origin is not None else ()
-        fix = _fix(finding, finder, walk.newline) if fixes else None
+        fix, declined = _fix(finding, finder, walk.newline) if fixes else (None, None)
         diagnostic = Diagnostic(walk.path, line, col, finding.code, finding.message, fix, end_line, end_col,
-                                guarded, reach)
+                                guarded, reach, declined)
         if owner == STEP:
             facts.definite.append(diagnostic)
         else:
@@ -101,17 +101,20 @@ def _hops(path: str, site: CallSite, finder: PositionFinder, from_step: bool) ->
     return tuple(hops)
 
 
-def _fix(finding: Finding, finder: PositionFinder, newline: str) -> Optional[Fix]:
+def _fix(finding: Finding, finder: PositionFinder, newline: str) -> Tuple[Optional[Fix], Optional[str]]:
+    """The finding's fix, or None and the reason the rule declined it."""
     plan: Any = finding.fix
     if plan is None:
-        return None
+        return None, None
     if isinstance(plan, Fix):
-        return plan
+        return plan, None
     parts = plan.build()
+    if isinstance(parts, Declined):
+        return None, parts.reason
     if not parts:
-        return None
+        return None, None
     edits = tuple(_edit_for(part, finder, newline) for part in parts)
-    return Fix(plan.title, plan.applicability, edits)
+    return Fix(plan.title, plan.applicability, edits), None
 
 
 def _edit_for(part: Any, finder: PositionFinder, newline: str) -> Edit:

@@ -24,6 +24,9 @@ MODULE_CLASS = "module_class"
 NUMBER = "number"
 NUMPY = "numpy"
 LOADER = "loader"
+TENSORS = "tensors"  # a container of device tensors (``loss_dict: Dict[str, Tensor]``): its elements are tensors,
+#                     its truth value and length are not device reads
+HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors until they are moved
 ACCELERATOR = "accelerator"
 METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
 OTHER = "other"
@@ -31,7 +34,9 @@ OTHER = "other"
 DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
 _HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})
 #: kinds on which a host read is certainly not a device sync
-NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, ACCELERATOR, METRIC, OTHER})
+NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, HOST_LOADER, ACCELERATOR,
+                        METRIC, OTHER})
+LOADERS = frozenset({LOADER, HOST_LOADER})
 
 Lookup = Callable[[str], Optional[str]]
 
@@ -147,6 +152,9 @@ class TensorInference:
             return METRIC
         if base in (TENSOR, MASK):
             return TENSOR
+        if base == TENSORS:  # loss_dict["loss"] / tensors[0]; a slice is still a container
+            sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
+            return TENSORS if sliced else TENSOR
         if base in (BATCH, HOST_BATCH, HOST_TENSOR, NUMPY):
             return base
         return None
@@ -245,7 +253,7 @@ class TensorInference:
                 return self.kind(first) or MODULE
             return MODULE
         if qual in api.LOADER_CLASSES:
-            return LOADER
+            return HOST_LOADER
         if qual.startswith(api.ACCELERATOR_CLASSES):
             return ACCELERATOR
         if not qual.startswith("torch."):
@@ -254,7 +262,7 @@ class TensorInference:
             return NUMBER
         if qual in api.TORCH_NON_TENSOR or qual.startswith(api.TORCH_NON_TENSOR_PREFIXES):
             if qual.startswith("torch.utils.data.") and qual.endswith("DataLoader"):
-                return LOADER
+                return HOST_LOADER
             if qual in ("torch.nn.utils.clip_grad_norm_",):
                 return TENSOR
             return OTHER
@@ -327,13 +335,17 @@ class TensorInference:
             return None
         if receiver == NUMPY:
             return NUMPY
+        if receiver == TENSORS:
+            if name in ("values", "items", "copy"):
+                return TENSORS
+            return TENSOR if name in ("get", "pop", "__getitem__") else None
         if receiver == METRIC:
             return METRIC if name in ("to", "cuda", "cpu", "float", "double", "half", "set_dtype") else TENSOR
         if receiver == ACCELERATOR:
             if name in ("gather", "gather_for_metrics", "reduce", "pad_across_processes", "all_gather"):
                 return TENSOR
             return None
-        if receiver == LOADER:
+        if receiver in LOADERS:
             return OTHER
         if receiver is None:  # whatever it was, after these it is on the host
             if name == "cpu":

@@ -10,53 +10,36 @@ loss.item()`` into ``v = loss.detach()``) and every other read of the name into 
 4. no in-place change reaches the detached value (else ``.detach().clone()``);
 5. every read runs less often than the step (the sync moves out, it is not just moved).
 ``+=`` accumulates in float64 (``.double()``) because Python floats do: a float32 sum differs in
-its last digits, a float16 one by far more; so ``+=`` needs a file that names CUDA and no device
-without float64 (MPS, XLA, XPU, HPU, NPU) nor an API that may pick one (``torch.accelerator``,
-HF ``Accelerator``).
+its last digits, a float16 one by far more; so ``+=`` needs a file whose code names CUDA and no
+device without float64 (MPS, XLA, XPU, HPU, NPU) nor an API that may pick one
+(``torch.accelerator``, accelerate, lightning): ``analysis.device.named_accelerators``.
 """
 from __future__ import annotations
 
-import re
+import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from functools import lru_cache
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Union
 
 import libcst as cst
 
-from syncfree_lint.fixes.plan import Replace
+from syncfree_lint.analysis.device import named_accelerators
+from syncfree_lint.fixes.number_kind import is_count, is_float
+from syncfree_lint.fixes.plan import Declined, Replace, code
+from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.knowledge.dtypes import MAY_ALIAS
+from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import Placement
 
 QualName = Callable[[cst.BaseExpression], Optional[str]]
 
-_NESTED = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-_BINDERS = (cst.ImportAlias, cst.AsName, cst.NameItem, cst.Param, cst.FunctionDef, cst.ClassDef, cst.MatchAs,
-            cst.MatchStar, cst.MatchMapping, cst.MatchKeywordElement, cst.Global, cst.Nonlocal, cst.ImportFrom)
-_CUDA = re.compile(r"(?<![A-Za-z])cuda(?![A-Za-z])", re.IGNORECASE)
-#: devices without (fast or any) float64, and APIs that may pick one at run time
-_NO_FLOAT64 = re.compile(r"(?<![A-Za-z])(mps|xla|xpu|hpu|npu|accelerator)(?![A-Za-z])", re.IGNORECASE)
-
-#: tensor methods / torch functions whose result is floating whatever the input's dtype (or that
-#: raise on integer input): ``.mean()`` of an integer tensor is an error, ``.sqrt()`` promotes
-FLOAT_RESULT = frozenset({"mean", "nanmean", "norm", "std", "var", "sqrt", "rsqrt", "exp", "log", "log2", "log10",
-                          "log1p", "sigmoid", "softmax", "log_softmax", "tanh", "float", "double", "half",
-                          "bfloat16", "div", "true_divide", "reciprocal"})
-#: methods that keep the receiver's dtype
-SAME_DTYPE = frozenset({"sum", "nansum", "abs", "neg", "detach", "clone", "cpu", "cuda", "contiguous", "squeeze",
-                        "unsqueeze", "view", "reshape", "flatten", "mul", "add", "sub", "max", "min", "amax", "amin"})
-#: of those, the ones that may return the receiver itself or a view of it
-MAY_ALIAS = frozenset({"detach", "float", "double", "half", "bfloat16", "cpu", "cuda", "contiguous", "squeeze",
-                       "unsqueeze", "view", "reshape", "flatten", "to"})
-F_LOSSES = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-                      "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "ctc_loss"})
-FLOAT_DTYPES = frozenset({"torch." + n for n in ("float", "float32", "float64", "double", "half", "float16", "bfloat16")})
 #: calls that format, print or log a number the same whether it is a float or ``float(t)``
 _FORMATTERS = frozenset({"print", "str", "repr", "format", "round", "abs"})
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
                           "log_metric", "log_metrics", "add_scalar", "set_postfix", "log_dict"})
 _FLOAT_SPEC_TYPES = "eEfFgG%"
-_LOSS_WORDS = frozenset({"loss", "criterion", "crit", "losses"})
-_NOT_LOSS_WORDS = frozenset({"scaler", "scale", "scaling", "weight", "weights", "count", "idx", "index", "num", "steps"})
 
 
 @dataclass
@@ -70,89 +53,17 @@ class ItemSite:
 
 @dataclass
 class Proof:
-    parts: Optional[List[Replace]]
-    reason: str  # why declined; "proven" when parts is not None
+    edits: Optional[List[Replace]]
+    reason: str  # why declined; "proven" when edits is not None
+
+    @property
+    def parts(self) -> Union[List[Replace], Declined]:
+        """What the rule's ``FixPlan.build`` returns: the edits, or the reason they were declined."""
+        return self.edits if self.edits is not None else Declined(self.reason)
 
 
 def _declined(reason: str) -> Proof:
     return Proof(None, reason)
-
-
-class ScopeIndex:
-    """Every Name of one scope by value (with whether it sits in a nested scope), each node's
-    parent, and the assignment statement that binds each stored Name."""
-
-    def __init__(self, scope: cst.CSTNode) -> None:
-        self.names: Dict[str, List[Tuple[cst.Name, bool]]] = {}
-        self.parent: Dict[int, cst.CSTNode] = {}
-        self.stores: Dict[int, cst.CSTNode] = {}
-        self.params: Set[str] = set()
-        if isinstance(scope, cst.FunctionDef):
-            self.params = {p.name.value for p in _params(scope.params)}
-            roots: List[cst.CSTNode] = [scope.body]
-        else:
-            roots = list(getattr(scope, "body", ()))
-        stack: List[Tuple[cst.CSTNode, bool]] = [(root, False) for root in roots]
-        while stack:
-            node, nested = stack.pop()
-            if isinstance(node, cst.Name):
-                self.names.setdefault(node.value, []).append((node, nested))
-            if not nested:
-                self._note_stores(node)
-            inner = nested or isinstance(node, _NESTED)
-            for child in node.children:
-                self.parent[id(child)] = node
-                stack.append((child, inner))
-
-    def _note_stores(self, node: cst.CSTNode) -> None:
-        targets: List[cst.CSTNode] = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.Del)):
-            targets = [node.target]
-        for target in targets:
-            for name in _bound_names(target):
-                self.stores[id(name)] = node
-
-    def occurrences(self, name: str) -> List[Tuple[cst.Name, bool]]:
-        """Names with this value that are variables (not ``x.name``, not ``f(name=...)``)."""
-        out = []
-        for node, nested in self.names.get(name, ()):
-            parent = self.parent.get(id(node))
-            if isinstance(parent, cst.Attribute) and parent.attr is node:
-                continue
-            if isinstance(parent, cst.Arg) and parent.keyword is node:
-                continue
-            out.append((node, nested))
-        return out
-
-    def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        current: Optional[cst.CSTNode] = node
-        while current is not None and not isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            current = self.parent.get(id(current))
-        return current
-
-    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        current = self.parent.get(id(node))
-        while current is not None:
-            yield current
-            current = self.parent.get(id(current))
-
-
-def _params(params: cst.Parameters) -> List[cst.Param]:
-    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    out += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    return out
-
-
-def _bound_names(target: cst.CSTNode) -> Iterator[cst.Name]:
-    if isinstance(target, cst.Name):
-        yield target
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _bound_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _bound_names(target.value)
 
 
 def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, source: str,
@@ -170,35 +81,54 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
         return _declined("not `name += x.item()` or `name = x.item()`")
     if not isinstance(target, cst.Name) or statement.value is not call:  # type: ignore[union-attr]
         return _declined("not `name += x.item()` or `name = x.item()`")
-    if accumulate and (_NO_FLOAT64.search(source) or not _CUDA.search(source)):
-        return _declined("float64 accumulation needs CUDA or CPU: the file names another device or API, or no CUDA")
     index = cache.get(id(site.scope))
     if index is None:
         index = cache[id(site.scope)] = ScopeIndex(site.scope)
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if is_float(receiver, index, qualname, set()):
+        number = "float"
+    elif is_count(receiver, qualname):
+        number = "int"  # counts: an int64 tensor on the device, read with int(): exact on every device
+    else:
+        return _declined("the value is not proven to be a float or an integer count")
+    if accumulate and number == "float" and not _float64_device(source):
+        return _declined("float64 accumulation needs CUDA: the file's code names no CUDA device, or also another "
+                         "accelerator or an API that picks one at run time")
     name = target.value
     bindings = _binding_form(index, name, statement, accumulate)
     if isinstance(bindings, str):
         return _declined(bindings)
-    receiver = call.func.value  # type: ignore[attr-defined]
-    if not _is_float(receiver, index, qualname, set()):
-        return _declined("the value is not proven to be a float")
     reads, int_init = bindings
     for read in reads:
-        problem = _read_context(read, index, int_init, qualname)
+        problem = _int_read_context(read, index) if number == "int" else \
+            _read_context(read, index, int_init, qualname)
         if problem:
             return _declined(problem)
     problem = _frequency(site, reads, index, places)
     if problem:
         return _declined(problem)
-    if accumulate:
-        method = "detach().double"
+    if number == "int" and accumulate:
+        parts = [Replace(call, statement, code(receiver))]  # total += (pred == y).sum()
     else:
-        method = "detach().clone" if _may_change_in_place(receiver, index) else "detach"
-    parts = [Replace(call.func.attr, statement, method)]  # type: ignore[attr-defined]
+        if accumulate:
+            method = "detach().double"
+        else:
+            method = "detach().clone" if _may_change_in_place(receiver, index) else "detach"
+        parts = [Replace(call.func.attr, statement, method)]  # type: ignore[attr-defined]
     for read in reads:
-        if not _already_float(read, index):
-            parts.append(Replace(read, index.statement_of(read), f"float({name})"))
+        if not _already_converted(read, index, number):
+            parts.append(Replace(read, index.statement_of(read), f"{number}({name})"))
     return Proof(parts, "proven")
+
+
+@lru_cache(maxsize=8)
+def _float64_device(source: str) -> bool:
+    """The code (not its comments) names CUDA and no accelerator without float64."""
+    try:
+        named = named_accelerators(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return False
+    return bool(named) and named <= FLOAT64_ACCELERATORS
 
 
 # ---------------------------------------------------------------- 1. one binding form
@@ -206,7 +136,7 @@ def _binding_form(index: ScopeIndex, name: str, statement: cst.CSTNode, accumula
     """(reads, int_init) or the reason the name has more than the fix's binding form."""
     if name in index.params:
         return "the name is a parameter"
-    init: Optional[cst.CSTNode] = None
+    initialised = False
     int_init = False
     reads: List[cst.Name] = []
     for node, nested in index.occurrences(name):
@@ -217,16 +147,16 @@ def _binding_form(index: ScopeIndex, name: str, statement: cst.CSTNode, accumula
             continue
         if bound_by is not None:
             literal = _number_literal(bound_by)
-            if accumulate and init is None and literal is not None:
-                init, int_init = bound_by, literal == "int"
+            if accumulate and literal is not None:  # `total = 0.0` before the loop, resets at log intervals
+                initialised, int_init = True, int_init or literal == "int"
                 continue
             return "the name has another binding (assignment, augmented assignment, del or loop target)"
         if any(isinstance(a, (cst.MatchCase,)) for a in index.ancestors(node)) or isinstance(
-                index.parent.get(id(node)), _BINDERS):
+                index.parent.get(id(node)), BINDERS):
             return "the name is bound another way (import, global/nonlocal, def, with/except target)"
         reads.append(node)
-    if accumulate and init is None:
-        return "the accumulator has no single `name = <number>` initialisation in the same scope"
+    if accumulate and not initialised:
+        return "the accumulator has no `name = <number>` initialisation in the same scope"
     return reads, int_init
 
 
@@ -240,78 +170,6 @@ def _number_literal(statement: cst.CSTNode) -> Optional[str]:
     if isinstance(value, cst.Integer):
         return "int"
     return None
-
-
-# ---------------------------------------------------------------- 2. a float
-def _is_float(expr: cst.BaseExpression, index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
-    """Positive evidence that ``expr`` is a floating tensor (or a Python float)."""
-    if isinstance(expr, cst.Name):
-        return _name_is_float(expr.value, index, qualname, seen)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return _is_float(expr.expression, index, qualname, seen)
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, cst.Divide):
-            return True  # true division
-        if isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Power, cst.FloorDivide)):
-            return any(isinstance(side, cst.Float) or _is_float(side, index, qualname, seen)
-                       for side in (expr.left, expr.right))
-        return False
-    if not isinstance(expr, cst.Call):
-        return False
-    func = expr.func
-    qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-    if qual and qual.startswith("torch."):
-        last = qual.rsplit(".", 1)[-1]
-        if last in F_LOSSES or "loss" in last or last in FLOAT_RESULT:
-            return True
-        if last in SAME_DTYPE and expr.args and not expr.args[0].keyword:
-            return _is_float(expr.args[0].value, index, qualname, seen)
-        return False
-    callee = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-    lowered = callee.lower() if isinstance(callee, str) else ""
-    if isinstance(func, cst.Attribute):
-        if lowered in FLOAT_RESULT:
-            return True
-        if lowered == "to":
-            dtype = [a.value for a in expr.args if a.keyword is None or a.keyword.value == "dtype"]
-            if any((qualname(d) if isinstance(d, (cst.Name, cst.Attribute)) else None) in FLOAT_DTYPES for d in dtype):
-                return True
-            return False
-        if lowered in SAME_DTYPE:
-            return _is_float(func.value, index, qualname, seen)
-    return _names_a_loss(lowered)  # criterion(out, y), self.loss_fn(...), compute_loss(...)
-
-
-def _names_a_loss(callee: str) -> bool:
-    words = set(re.split(r"[^a-z0-9]+", callee))
-    return bool(words & _LOSS_WORDS) and not words & _NOT_LOSS_WORDS
-
-
-def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
-    """Every binding of ``name`` in the scope is a float (``x /= k`` and in-place ``+=``/``-=``/``*=``
-    keep a float tensor float), and there is at least one plain assignment."""
-    if name in seen or name in index.params:
-        return False
-    seen = seen | {name}
-    assigned = False
-    for node, nested in index.occurrences(name):
-        if nested:
-            continue
-        bound_by = index.stores.get(id(node))
-        if bound_by is None:
-            if isinstance(index.parent.get(id(node)), _BINDERS):
-                return False
-            continue
-        if isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1 and bound_by.targets[0].target is node:
-            if not _is_float(bound_by.value, index, qualname, seen):
-                return False
-            assigned = True
-        elif isinstance(bound_by, cst.AugAssign):
-            if not isinstance(bound_by.operator, (cst.DivideAssign, cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):
-                return False
-        else:
-            return False
-    return assigned
 
 
 # ---------------------------------------------------------------- 3. same value at every read
@@ -421,15 +279,25 @@ def _argument(arg: cst.Arg, index: ScopeIndex, int_init: bool, qualname: QualNam
     return "passed to a function that may treat a float and a tensor differently"
 
 
-def _is_float_call(call: cst.Call) -> bool:
-    return isinstance(call.func, cst.Name) and call.func.value == "float" and len(call.args) == 1 \
+def _is_float_call(call: cst.Call, number: str = "float") -> bool:
+    return isinstance(call.func, cst.Name) and call.func.value == number and len(call.args) == 1 \
         and not call.args[0].star and call.args[0].keyword is None
 
 
-def _already_float(read: cst.Name, index: ScopeIndex) -> bool:
+def _already_converted(read: cst.Name, index: ScopeIndex, number: str) -> bool:
+    """``float(total)`` already (``int(correct)`` for a count)."""
     arg = index.parent.get(id(read))
     call = index.parent.get(id(arg)) if isinstance(arg, cst.Arg) else None
-    return isinstance(call, cst.Call) and _is_float_call(call)
+    return isinstance(call, cst.Call) and _is_float_call(call, number)
+
+
+def _int_read_context(read: cst.Name, index: ScopeIndex) -> Optional[str]:
+    """A count is read as ``int(name)``: the same Python int in any expression, except an f-string
+    ``{name=}``, which prints the expression's text."""
+    parent = index.parent.get(id(read))
+    if isinstance(parent, cst.FormattedStringExpression) and parent.equal is not None:
+        return "an f-string `{name=}` prints the expression's text"
+    return None
 
 
 def _float_spec(expression: cst.FormattedStringExpression) -> bool:

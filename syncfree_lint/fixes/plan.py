@@ -37,9 +37,16 @@ class InsertAfter:
 Part = Union[Replace, InsertAfter]
 
 
+@dataclass(frozen=True)
+class Declined:
+    """A fix the model could not prove keeps behaviour; ``--show-fixes`` prints the reason."""
+
+    reason: str
+
+
 @dataclass
 class FixPlan:
     title: str
     applicability: str  # "safe" | "unsafe"
-    build: Callable[[], Optional[List[Part]]]  # None: no fix after all
+    build: Callable[[], Union[List[Part], Declined, None]]  # None / Declined: no fix after all
     subject: object = None  # what the fix is about (a metric site), for plans that span the file

@@ -66,6 +66,8 @@ ACCELERATOR_DEVICES = ("cuda", "mps", "xla", "xpu", "npu", "hpu", "gpu", "tpu")
 ACCELERATOR_ATTRIBUTES = frozenset(ACCELERATOR_DEVICES + ("accelerator", "current_accelerator"))
 #: option names that switch an accelerator on (``--cuda``, ``--accel``, ``--use-gpu``)
 ACCELERATOR_OPTION_WORDS = frozenset(ACCELERATOR_DEVICES + ("accel", "accelerator", "gpus"))
+#: accelerators with native float64 arithmetic (MPS has none; XLA/XPU/HPU/NPU may lack it or emulate it)
+FLOAT64_ACCELERATORS = frozenset({"cuda", "gpu"})
 #: modules whose import means the run uses an accelerator
 ACCELERATOR_MODULES = ("accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "deepspeed", "apex", "torch.cuda")
 

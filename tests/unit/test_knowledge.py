@@ -227,7 +227,7 @@ def test_module_wrappers(qualname: str) -> None:
 
 @pytest.mark.parametrize("qualname", sorted(api.LOADER_CLASSES))
 def test_loader_classes(qualname: str) -> None:
-    assert kind_of(f"{qualname}([])") == T.LOADER
+    assert kind_of(f"{qualname}([])") == T.HOST_LOADER  # a DataLoader built here yields host tensors
 
 
 @pytest.mark.parametrize("expression,expected", [
@@ -279,3 +279,41 @@ def test_framework_batch_hooks_are_steps(tmp_path, base: str, method: str) -> No
 ])
 def test_builtins_over_elements_and_moves_of_unknown_values(expression: str, expected: object) -> None:
     assert kind_of(expression) == expected
+
+
+# ---------------------------------------------------------------- dtypes: float or count
+def _number_kind(expression: str) -> str:
+    from syncfree_lint.fixes.number_kind import is_count, is_float
+    from syncfree_lint.fixes.scope_index import ScopeIndex
+
+    module = cst.parse_module(f"import torch\nimport torch.nn.functional as F\nvalue = {expression}\n")
+    imports = ImportMap("", False)
+    for statement in module.body[:2]:
+        imports.add_import(statement.body[0])  # type: ignore[attr-defined]
+    expr = module.body[-1].body[0].value  # type: ignore[attr-defined]
+    index = ScopeIndex(module)
+    if is_float(expr, index, imports.qualname, set()):
+        return "float"
+    return "int" if is_count(expr, imports.qualname) else "unknown"
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("criterion(out, y)", "float"),
+    ("F.cross_entropy(out, y)", "float"),
+    ("loss.mean()", "float"),
+    ("loss_scale(x)", "unknown"),           # NOT_LOSS_WORDS
+    ("(pred == y).sum()", "int"),
+    ("pred.eq(y).sum()", "int"),
+    ("torch.sum(pred == y)", "int"),
+    ("torch.count_nonzero(mask)", "int"),
+    ("(pred == y).float().sum()", "float"),
+    ("(pred == y).sum(dtype=torch.float32)", "unknown"),
+    ("x.long()", "int"),
+    ("x.to(torch.int64)", "int"),
+    ("model(x).sum()", "unknown"),
+    ("out.argmax()", "unknown"),
+    ("(a > 0) & (b > 0)", "unknown"),       # a bool tensor, not yet summed
+    (("((a > 0) & (b > 0)).sum()"), "int"),
+])
+def test_number_kinds(expression: str, expected: str) -> None:
+    assert _number_kind(expression) == expected

@@ -224,6 +224,23 @@ def loop(stmt: str = "v = loss.item()", inside: str = "pass", after: str = "pass
     return LOOP.format(stmt=stmt, inside=inside, after=after)
 
 
+ACCEPTED.update({
+    "count_of_comparison": (loop("total += (out.argmax(1) == y).sum().item()", after="print(total, total / 30)")
+                            .replace("total = 0.0", "total = 0"),
+                            ["total += (out.argmax(1) == y).sum()", "print(int(total), int(total) / 30)"]),
+    "eq_sum_count_formatted": (loop("correct += out.argmax(1).eq(y).sum().item()",
+                                    after="print(f'Accuracy: {correct}/30', '{}/{}'.format(correct, 30), [correct])")
+                               .replace("total = 0.0", "correct = 0"),
+                               ["correct += out.argmax(1).eq(y).sum()", "{int(correct)}/30", "[int(correct)]"]),
+    "long_cast_value": (loop("k = loss.long().item()", after="print(k, k + 1)"),
+                        ["k = loss.long().detach()", "print(int(k), int(k) + 1)"]),
+    "reset_after_logging": (loop("total += loss.item()", "if step % 2 == 0:\n            print(total)\n            total = 0.0"),
+                            ["total += loss.detach().double()", "print(float(total))"]),
+    "int_reset_read_by_division": (loop("total += loss.item()",
+                                        "if step % 2 == 1:\n            print(f'{total / 2:.5f}')\n            total = 0"),
+                                   ["total += loss.detach().double()", "{float(total) / 2:.5f}"]),
+})
+
 # name -> (program body, a phrase of the reason it is declined)
 DECLINED = {
     # not the fixed statement form: containers and strings are never wrapped
@@ -231,11 +248,7 @@ DECLINED = {
     "fstring_of_item": (loop("msg = f'loss {loss.item():.4f}'", "if step % 2 == 0:\n            print(msg)"), "not `name +="),
     "scaled_item": (loop("total += loss.item() * x.size(0)", after="print(total)"), "not `name +="),
     # the value is not proven a float
-    "count_of_comparison": (loop("total += (out.argmax(1) == y).sum().item()", after="print(total)"), "not proven"),
-    "eq_sum_int_initialiser": (loop("correct += out.argmax(1).eq(y).sum().item()", after="print(f'Accuracy: {correct}/30')")
-                               .replace("total = 0.0", "correct = 0"), "not proven"),
     "argmax": (loop("k = out.argmax().item()", after="print(k)"), "not proven"),
-    "long": (loop("k = loss.long().item()", after="print(k)"), "not proven"),
     "model_output_sum": (loop("v = model(x).sum().item()", after="print(v)"), "not proven"),
     "attribute_receiver": (loop("v = optimizer.param_groups[0]['lr'].item()", after="print(v)"), "not proven"),
     "tuple_unpacked_loss": (loop("a, b = loss, out\n        v = a.item()", after="print(v)"), "not proven"),
@@ -255,8 +268,6 @@ DECLINED = {
     # other bindings of the name
     "other_assignment": (loop(after="v = 'done'\n    print(v)"), "another binding"),
     "division_of_the_accumulator": (loop("total += loss.item()", after="total /= len(loader)\n    print(total)"), "another binding"),
-    "reset_after_logging": (loop("total += loss.item()", "if step % 2 == 0:\n            print(total)\n            total = 0.0"),
-                            "another binding"),
     "del": (loop(after="print(v)\n    del v"), "another binding"),
     "loop_target": (loop(after="for v in range(2):\n        print(v)"), "another binding"),
     "global": ("""
@@ -275,7 +286,7 @@ DECLINED = {
     "comprehension": (loop(after="print([v for _ in range(2)])"), "nested"),
     "tensor_initialiser": (loop("total2 += loss.item()", after="print(total2)").replace("total = 0.0", "total2 = torch.zeros(())"),
                            "another binding"),
-    "no_initialiser": (loop("total2 += loss.item()", after="print(total2)"), "no single"),  # linted, not run
+    "no_initialiser": (loop("total2 += loss.item()", after="print(total2)"), "no `name = <number>`"),  # linted, not run
     "parameter_accumulator": ("""
         def train(total):
             for x, y in loader:
@@ -301,6 +312,10 @@ DECLINED = {
     "star_unpacking": (loop(after="print(*v)"), "unpacked"),
     "truth_value": (loop(after="print(v or 1.0)"), "BooleanOperation"),
     "fstring_self_documenting": (loop(after="print(f'{v=}')"), "`{name=}`"),
+    "count_fstring_self_documenting": (loop("total += (out.argmax(1) == y).sum().item()", after="print(f'{total=}')")
+                                       .replace("total = 0.0", "total = 0"), "`{name=}`"),
+    "count_of_model_output": (loop("total += model(x).argmax(1).sum().item()", after="print(total)")
+                              .replace("total = 0.0", "total = 0"), "not proven"),
     "int_initialiser_printed": (loop("total += loss.item()", after="print(total)").replace("total = 0.0", "total = 0"),
                                 "int"),
     "int_initialiser_added": (loop("total += loss.item()", after="print(total + 1)").replace("total = 0.0", "total = 0"),

@@ -1,0 +1,138 @@
+"""Is a value a float or an integer count? Positive evidence from the code, or no answer.
+
+``is_float``: a loss (``criterion(out, y)``, ``F.cross_entropy``), a mean or norm, a true
+division, a float cast, or a name whose every binding is one. ``is_count``: ``.sum()`` of a
+comparison (``(pred == y).sum()``, ``pred.eq(y).sum()``), ``count_nonzero``, an integer cast.
+Anything else is unknown, and a fix that needs the answer is declined.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional, Set
+
+import libcst as cst
+
+from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.knowledge import dtypes
+
+QualName = Callable[[cst.BaseExpression], Optional[str]]
+
+
+def is_float(expr: cst.BaseExpression, index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
+    """Positive evidence that ``expr`` is a floating tensor (or a Python float)."""
+    if isinstance(expr, cst.Name):
+        return _name_is_float(expr.value, index, qualname, seen)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return is_float(expr.expression, index, qualname, seen)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Divide):
+            return True  # true division
+        if isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Power, cst.FloorDivide)):
+            return any(isinstance(side, cst.Float) or is_float(side, index, qualname, seen)
+                       for side in (expr.left, expr.right))
+        return False
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    if qual and qual.startswith("torch."):
+        last = qual.rsplit(".", 1)[-1]
+        if last in dtypes.F_LOSSES or "loss" in last or last in dtypes.FLOAT_RESULT:
+            return True
+        if last in dtypes.SAME_DTYPE and expr.args and not expr.args[0].keyword:
+            return is_float(expr.args[0].value, index, qualname, seen)
+        return False
+    callee = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    lowered = callee.lower() if isinstance(callee, str) else ""
+    if isinstance(func, cst.Attribute):
+        if lowered in dtypes.FLOAT_RESULT:
+            return True
+        if lowered == "to":
+            dtype = [a.value for a in expr.args if a.keyword is None or a.keyword.value == "dtype"]
+            if any((qualname(d) if isinstance(d, (cst.Name, cst.Attribute)) else None) in dtypes.FLOAT_DTYPES for d in dtype):
+                return True
+            return False
+        if lowered in dtypes.SAME_DTYPE:
+            return is_float(func.value, index, qualname, seen)
+    return _names_a_loss(lowered)  # criterion(out, y), self.loss_fn(...), compute_loss(...)
+
+
+def _names_a_loss(callee: str) -> bool:
+    words = set(re.split(r"[^a-z0-9]+", callee))
+    return bool(words & dtypes.LOSS_WORDS) and not words & dtypes.NOT_LOSS_WORDS
+
+
+def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
+    """Every binding of ``name`` in the scope is a float (``x /= k`` and in-place ``+=``/``-=``/``*=``
+    keep a float tensor float), and there is at least one plain assignment."""
+    if name in seen or name in index.params:
+        return False
+    seen = seen | {name}
+    assigned = False
+    for node, nested in index.occurrences(name):
+        if nested:
+            continue
+        bound_by = index.stores.get(id(node))
+        if bound_by is None:
+            if isinstance(index.parent.get(id(node)), BINDERS):
+                return False
+            continue
+        if isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1 and bound_by.targets[0].target is node:
+            if not is_float(bound_by.value, index, qualname, seen):
+                return False
+            assigned = True
+        elif isinstance(bound_by, cst.AugAssign):
+            if not isinstance(bound_by.operator, (cst.DivideAssign, cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):
+                return False
+        else:
+            return False
+    return assigned
+
+
+def is_count(expr: cst.BaseExpression, qualname: QualName) -> bool:
+    """Positive evidence that ``expr`` is an integer tensor counting something (its ``.item()`` is an int)."""
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    if qual and qual.startswith("torch."):
+        last = qual.rsplit(".", 1)[-1]
+        if last == "count_nonzero":
+            return True
+        return last == "sum" and bool(expr.args) and expr.args[0].keyword is None \
+            and _is_bool(expr.args[0].value, qualname) and not _has_dtype(expr)
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    if method in dtypes.INT_CASTS and not expr.args:
+        return True
+    if method == "to":
+        return any((qualname(a.value) if isinstance(a.value, (cst.Name, cst.Attribute)) else None) in dtypes.INT_DTYPES
+                   for a in expr.args if a.keyword is None or a.keyword.value == "dtype")
+    if method == "count_nonzero":
+        return True
+    if method == "sum" and not _has_dtype(expr):
+        return _is_bool(func.value, qualname) or is_count(func.value, qualname)
+    return False
+
+
+def _has_dtype(call: cst.Call) -> bool:
+    return any(a.keyword is not None and a.keyword.value == "dtype" for a in call.args)
+
+
+def _is_bool(expr: cst.BaseExpression, qualname: QualName) -> bool:
+    """A bool tensor: a comparison, ``x.eq(y)``-like predicates, ``~``/``&``/``|`` of those."""
+    if isinstance(expr, cst.Comparison):
+        return all(isinstance(t.operator, (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                                           cst.GreaterThanEqual)) for t in expr.comparisons)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return _is_bool(expr.expression, qualname)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return _is_bool(expr.left, qualname) and _is_bool(expr.right, qualname)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
+        qual = qualname(expr.func)
+        if qual and qual.startswith("torch."):
+            return qual.rsplit(".", 1)[-1] in dtypes.BOOL_RESULT
+        if isinstance(expr.func, cst.Attribute):
+            return expr.func.attr.value in dtypes.BOOL_RESULT
+    return False

@@ -1,0 +1,33 @@
+"""What the fixes know about tensor dtypes: which calls give a float, an integer count, or may alias.
+
+Read by ``fixes/number_kind.py`` (is this value a float or a count?) and by the SFL101 fix's
+proof. Each table is checked by ``tests/unit/test_knowledge.py``.
+"""
+from __future__ import annotations
+
+#: tensor methods / torch functions whose result is floating whatever the input's dtype (or that
+#: raise on integer input): ``.mean()`` of an integer tensor is an error, ``.sqrt()`` promotes
+FLOAT_RESULT = frozenset({"mean", "nanmean", "norm", "std", "var", "sqrt", "rsqrt", "exp", "log", "log2", "log10",
+                          "log1p", "sigmoid", "softmax", "log_softmax", "tanh", "float", "double", "half",
+                          "bfloat16", "div", "true_divide", "reciprocal"})
+#: methods that keep the receiver's dtype
+SAME_DTYPE = frozenset({"sum", "nansum", "abs", "neg", "detach", "clone", "cpu", "cuda", "contiguous", "squeeze",
+                        "unsqueeze", "view", "reshape", "flatten", "mul", "add", "sub", "max", "min", "amax", "amin"})
+#: of those, the ones that may return the receiver itself or a view of it
+MAY_ALIAS = frozenset({"detach", "float", "double", "half", "bfloat16", "long", "int", "short", "cpu", "cuda",
+                       "contiguous", "squeeze", "unsqueeze", "view", "reshape", "flatten", "to"})
+F_LOSSES = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+                      "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "ctc_loss"})
+FLOAT_DTYPES = frozenset({"torch." + n for n in ("float", "float32", "float64", "double", "half", "float16", "bfloat16")})
+#: comparisons and predicates: their result is a bool tensor, whose ``.sum()`` is an int64 count
+BOOL_RESULT = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isclose", "logical_and",
+                         "logical_or", "logical_not", "logical_xor", "bool"})
+#: reductions that count: ``.sum()`` of a bool tensor and ``count_nonzero`` give int64
+COUNTING = frozenset({"sum", "count_nonzero"})
+#: casts to an integer dtype
+INT_CASTS = frozenset({"long", "int", "short"})
+INT_DTYPES = frozenset({"torch." + n for n in ("long", "int64", "int", "int32", "int16", "short")})
+#: words in a callee's name that say it computes a loss (``criterion(out, y)``, ``self.loss_fn(...)``),
+#: and words that say it does not (``loss_scale``, ``loss_weights``)
+LOSS_WORDS = frozenset({"loss", "criterion", "crit", "losses"})
+NOT_LOSS_WORDS = frozenset({"scaler", "scale", "scaling", "weight", "weights", "count", "idx", "index", "num", "steps"})
