@@ -10,14 +10,16 @@ from syncfree_lint.analysis.metrics import MetricSite, is_aggregator, is_classif
 from syncfree_lint.fixes.metric_switch import escapes as _escapes
 from syncfree_lint.fixes.metric_switch import switch_plan
 from syncfree_lint.fixes.plan import FixPlan, Replace, code
+from syncfree_lint.knowledge.metric_api import SHARED_METRIC_API
 from syncfree_lint.rules.base import Rule
 
 _UPDATE_DOC_TAIL = """
 ## Fix safety
 Safe: the import and the construction move to `syncfree`, whose metrics take the same
 constructor arguments and compute the same values. The fix is offered only when every
-construction of that class in the file uses arguments `syncfree` honours, and the metric object
-is not handed to other code (such as Lightning's `self.log(name, metric)`). Read the results
+construction of that class in the file uses arguments `syncfree` honours, the metric object
+is not handed to other code (such as Lightning's `self.log(name, metric)`), and nothing of it is
+read beyond the interface both share (`metric.tp` or `metric.metric_state` keep torchmetrics). Read the results
 with `syncfree.to_host(metric)`: `compute()` returns device tensors and never syncs.
 """
 
@@ -446,10 +448,16 @@ class _EscapeTracker(Rule):
     name = "metric-escape-tracker"
     message = ""
     doc = ""
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Attribute)
     step_only = False
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.CSTNode, ctx) -> None:
+        if isinstance(node, cst.Attribute):  # metric.tp, metric.metric_state: torchmetrics internals
+            site = ctx.metric(node.value)
+            if site is not None and node.attr.value not in SHARED_METRIC_API:
+                _escapes(ctx).add(site.name)
+            return
+        assert isinstance(node, cst.Call)
         for arg in node.args:
             site = ctx.metric(arg.value)
             if site is not None and metric_call(node, ctx) is None:

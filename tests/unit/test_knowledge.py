@@ -317,3 +317,19 @@ def _number_kind(expression: str) -> str:
 ])
 def test_number_kinds(expression: str, expected: str) -> None:
     assert _number_kind(expression) == expected
+
+
+# ---------------------------------------------------------------- metric API the switch keeps
+@pytest.mark.parametrize("name", sorted(__import__("syncfree_lint.knowledge.metric_api", fromlist=["x"]).SHARED_METRIC_API))
+def test_shared_metric_api_exists_in_both_packages(name: str) -> None:
+    torchmetrics = pytest.importorskip("torchmetrics")
+    syncfree = pytest.importorskip("syncfree")
+    reference = torchmetrics.Accuracy(task="multiclass", num_classes=3)
+    ours = syncfree.Accuracy(task="multiclass", num_classes=3)
+    assert hasattr(reference, name) and hasattr(ours, name)
+
+
+def test_torchmetrics_internals_are_not_shared() -> None:
+    from syncfree_lint.knowledge.metric_api import SHARED_METRIC_API
+
+    assert not {"tp", "fp", "metric_state", "update_count", "plot", "merge_state", "sync_context"} & SHARED_METRIC_API

@@ -1,0 +1,17 @@
+"""The part of a torchmetrics metric's public interface that a ``syncfree`` metric provides with
+the same meaning. The torchmetrics -> syncfree switch is declined when a file reads anything else
+of the metric object (``metric.tp``, ``metric.metric_state``, ``metric.plot()``): code that reads
+torchmetrics internals would break or change. ``tests/unit/test_knowledge.py`` checks this table
+against both real packages.
+"""
+from __future__ import annotations
+
+SHARED_METRIC_API = frozenset({
+    # the metric protocol
+    "update", "forward", "compute", "reset",
+    # nn.Module plumbing both inherit
+    "to", "cuda", "cpu", "train", "eval", "training", "state_dict", "load_state_dict", "device", "dtype",
+    "set_dtype", "float", "double", "half", "bfloat16", "type", "requires_grad_", "zero_grad",
+    # constructor arguments both keep as attributes
+    "num_classes", "average", "top_k", "ignore_index", "multidim_average", "validate_args", "zero_division",
+})
