@@ -53,30 +53,34 @@ for step, (x, y) in enumerate(loader):
 
 ## Fix safety
 Unsafe (`--unsafe-fixes`), and offered only where `fixes/host_read_proof.py` proves that the
-program computes, prints and returns the same thing. The fix turns `total += loss.item()` into
-`total += loss.detach().double()` (float64, as Python floats add) and `v = loss.item()` into
+program computes, prints and returns the same thing; otherwise `--show-fixes` prints why not.
+A float (a loss) keeps its type through `float()`: `total += loss.item()` becomes
+`total += loss.detach().double()` (float64, as Python floats add) and `v = loss.item()` becomes
 `v = loss.detach()` (`.detach().clone()` when `loss` may be changed in place later, e.g.
-`loss /= accum`), and every other read of the name into `float(name)`. It is offered only when:
+`loss /= accum`); every other read of the name becomes `float(name)`. A count stays an int:
+`correct += (pred == y).sum().item()` becomes `correct += (pred == y).sum()` (an int64 tensor on
+the device) and every read becomes `int(correct)`, so `"Accuracy: 9912/10000"` prints the same.
+It is offered only when:
 
-- the name is bound only by that statement in its function (or module), plus, for `+=`, one
-  `total = <number literal>`: no other assignment, augmented assignment, `del`, `global`,
-  parameter, loop or `with` target, and no use in a nested function, lambda, class or comprehension;
-- the value is proven a float: the `.item()` receiver is a criterion or loss call (`criterion(...)`,
-  `loss_fn(...)`, `F.cross_entropy(...)`), `.mean()`/`.norm()`/`.float()`-like, a true division
-  `/`, arithmetic with one of these, or a name whose every binding is one (not `.sum()` of a
-  comparison, `.eq()`, `argmax`, counts, `.long()`, lengths, model outputs or attributes);
-- every read is arithmetic or a comparison with a non-string, non-container operand, printing,
-  an f-string (not `{name=}`), `%`/`str.format`/`format`/`round`/`abs`/`math.*`, a logging call
-  (a logger method, `.log(...)`, `add_scalar`, `set_postfix`, a dict value handed straight to one),
-  or a copy to another plain name; never a subscript, attribute, container element, dict key,
-  `is`/`in`, `int`/`range`/index, truth value, return/yield, `*`/`**` unpacking or an unknown call.
-  With an `int` initialiser (`total = 0`) only `/`, comparisons and `:.4f`-style formatting, where
-  `0` and `0.0` act alike;
+- the name is bound only by that statement in its function (or module), plus, for `+=`,
+  `total = <number literal>` initialisations and resets: no other assignment, augmented
+  assignment, `del`, `global`, parameter, loop or `with` target, and no use in a nested function,
+  lambda, class or comprehension;
+- the value is proven a float (a criterion or loss call, `.mean()`/`.norm()`/`.float()`-like, a
+  true division, arithmetic with one of these, or a name whose every binding is one) or an
+  integer count (`.sum()` of a comparison or `.eq()`, `count_nonzero`, `.long()`); not model
+  outputs, attributes, `argmax` or unknown calls;
+- for a float, every read is arithmetic or a comparison with a non-string, non-container operand,
+  printing, an f-string (not `{name=}`), `%`/`str.format`/`format`/`round`/`abs`/`math.*`, a
+  logging call, or a copy to another plain name; with an `int` initialiser (`total = 0`) only
+  where `0` and `0.0` act alike (`/`, comparisons, `:.4f`). A count's `int(name)` is the same
+  Python int anywhere, except in an f-string `{name=}`;
 - every read runs less often than the step: under a guard, or, when the statement is in a step
   loop of a function that is not itself a step, outside every step loop (after it, or in the
   epoch code; not in a validation loop). The `.item()` itself is not guarded;
-- for `+=` (float64 on the device), the file names CUDA and no device without float64 (MPS, XLA,
-  XPU, HPU, NPU) nor an API that may pick one at run time (`torch.accelerator`, `Accelerator`).
+- for a float `+=` (float64 on the device), the file's code (not its comments) names CUDA and no
+  device without float64 (MPS, XLA, XPU, HPU, NPU) nor an API that may pick one at run time
+  (`torch.accelerator`, accelerate, lightning). Counts need no such check.
 
 Not covered: a tensor changed in place through another function it was passed to, a helper that
 holds its own step loop and is itself called once per step, complex-valued tensors, and other
@@ -84,7 +88,7 @@ modules importing a module-level accumulator.
 """
 
     node_types = (cst.Call, cst.Name)
-    fix_title = "keep the value on the device (`.detach()`) and read it with `float()` where it is used"
+    fix_title = "keep the value on the device and read it (`float()`/`int()`) where it is used"
 
     def check(self, node: cst.CSTNode, ctx) -> None:
         state = ctx.state(self)
