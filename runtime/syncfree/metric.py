@@ -171,6 +171,7 @@ class Metric(nn.Module):
         self._checks: List[Check] = []
         self._synced: Optional[Dict[str, Tensor]] = None
         self._pending: Any = None
+        self._update_serial = 0  # host-side count of update/forward calls ever (no sync; for syncfree.lightning)
         self._verified_layouts: dict = {}  # group -> (layout hash, bucket specs) of the last verified sync
         # flat tensor name -> [(state name, offset, shape)]; the flat tensors; the constants.
         # Plain attributes, not buffers: DDP must never broadcast them (see the module docstring).
@@ -299,13 +300,21 @@ class Metric(nn.Module):
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Add one batch to the local states, in place, without a host sync."""
+        self._count_update()
         self._accumulate(self, *args, **kwargs)
         if self._synced is not None:
             # The synced copy no longer describes this rank's states.
             self._synced = None
 
+    def _count_update(self) -> None:
+        """A host-side count of updates (for ``syncfree.lightning``); not inside ``torch.compile``,
+        where a changing Python int would force a recompilation per call."""
+        if not torch.compiler.is_compiling():
+            self._update_serial += 1
+
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
         """Update with the batch and return the metric of this batch alone (no sync)."""
+        self._count_update()
         scratch = self._scratch()
         self._accumulate(scratch, *args, **kwargs)
         batch = {name: getattr(scratch, name) for name in self._reductions}

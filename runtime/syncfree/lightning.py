@@ -1,0 +1,95 @@
+"""Lightning: syncfree metrics logged once per epoch, with no host sync in the steps.
+
+    trainer = lightning.Trainer(callbacks=[syncfree.lightning.EpochMetrics()])
+
+In the LightningModule the steps only update (``self.train_acc.update(preds, y)`` or
+``self.train_acc(preds, y)``); Lightning's ``self.log("acc", metric)`` accepts only torchmetrics
+objects, and logging ``metric.compute()`` every step would average per-step values. At the end of
+each training, validation and test epoch, ``EpochMetrics`` logs ``compute()`` of every syncfree
+metric or ``MetricCollection`` the module holds (at any depth) that was updated during that epoch,
+under its attribute path (``train_acc``; a collection logs its own keys), then resets it. Like
+torchmetrics' default ``sync_on_compute=True``, ``compute()`` is global under DDP (an all_reduce
+on every rank, at the same point); Lightning reads the logged values at the epoch's end, so the
+host reads once per epoch.
+
+``lightning`` (or ``pytorch_lightning``) is imported only by this module.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Set, Tuple
+
+try:
+    from lightning.pytorch.callbacks import Callback
+except ImportError:  # pragma: no cover - the older package name
+    try:
+        from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError("syncfree.lightning needs lightning: pip install lightning") from exc
+
+from syncfree.collection import MetricCollection
+from syncfree.metric import Metric
+
+
+def _metrics(module: Any) -> Iterator[Tuple[str, Any]]:
+    """(attribute path, metric or collection) held by ``module``; a collection's members are its own."""
+    inside: List[str] = []
+    for name, sub in module.named_modules():
+        if any(name.startswith(prefix + ".") for prefix in inside):
+            continue
+        if isinstance(sub, MetricCollection):
+            inside.append(name)
+            yield name, sub
+        elif isinstance(sub, Metric):
+            yield name, sub
+
+
+def _serial(metric: Any) -> int:
+    if isinstance(metric, MetricCollection):
+        return sum(m._update_serial for m in metric.values())
+    return metric._update_serial
+
+
+class EpochMetrics(Callback):
+    """Log and reset, at each epoch's end, the syncfree metrics updated during that epoch."""
+
+    def __init__(self, prog_bar: bool = False) -> None:
+        self.prog_bar = prog_bar
+        self._start: Dict[str, Dict[int, int]] = {}
+        self._owned_by_evaluation: Set[int] = set()
+
+    def _begin(self, stage: str, module: Any) -> None:
+        self._start[stage] = {id(m): _serial(m) for _, m in _metrics(module)}
+
+    def _finish(self, stage: str, module: Any) -> None:
+        start = self._start.pop(stage, {})
+        for name, metric in _metrics(module):
+            if _serial(metric) == start.get(id(metric), 0):
+                continue  # not updated in this stage's epoch
+            if stage == "train" and id(metric) in self._owned_by_evaluation:
+                continue  # updated by the validation that ran inside this training epoch
+            if stage != "train":
+                self._owned_by_evaluation.add(id(metric))
+            value = metric.compute()
+            if isinstance(value, dict):
+                module.log_dict(value, on_step=False, on_epoch=True, prog_bar=self.prog_bar)
+            else:
+                module.log(name, value, on_step=False, on_epoch=True, prog_bar=self.prog_bar)
+            metric.reset()
+
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self._begin("train", pl_module)
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        self._finish("train", pl_module)
+
+    def on_validation_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self._begin("validation", pl_module)
+
+    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        self._finish("validation", pl_module)
+
+    def on_test_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self._begin("test", pl_module)
+
+    def on_test_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        self._finish("test", pl_module)
