@@ -107,7 +107,8 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
         stream = sys.stderr if args.diff else out
         stream.write(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}:\n")
         for d in sorted(applied_all):
-            stream.write(f"  {d.path}:{d.line}:{d.col}: {d.code} {d.fix.title}\n")
+            title = d.fix.title if d.fix is not None else ""
+            stream.write(f"  {d.path}:{d.line}:{d.col}: {d.code} {title}\n")
     if args.show_fixes:
         (sys.stderr if args.diff else out).write(declined_fixes(result.diagnostics))
     if args.diff:

@@ -5,7 +5,7 @@ Kept apart from ``cli.py`` (which parses options and runs the pipeline) so each 
 from __future__ import annotations
 
 import sys
-from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
 from syncfree_lint import baseline
 from syncfree_lint.config import Config
@@ -56,7 +56,7 @@ def add_noqa_files(diagnostics: Sequence[Diagnostic], stdin: Stdin, out: TextIO)
     from syncfree_lint.noqa_edit import add_noqa
     from syncfree_lint.source import SourceError, decode_source, detect_encoding
 
-    wanted: Dict[str, Dict[int, set]] = {}
+    wanted: Dict[str, Dict[int, Set[str]]] = {}
     for d in diagnostics:
         if d.code not in _NO_NOQA:
             wanted.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)

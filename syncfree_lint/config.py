@@ -199,20 +199,34 @@ def config_from_table(table: Mapping[str, object], where: str, root: str, known:
         values[key] = value
     pfi = tuple(
         (pattern, validate_codes(codes, f"{where}: per-file-ignores[{pattern!r}]", known))
-        for pattern, codes in dict(values.get("per-file-ignores", {})).items()  # type: ignore[arg-type]
+        for pattern, codes in _table(values, "per-file-ignores").items()
     )
     return Config(
-        select=validate_codes(values["select"], f"{where}: select", known) if "select" in values else None,  # type: ignore[arg-type]
-        extend_select=validate_codes(values.get("extend-select", []), f"{where}: extend-select", known),  # type: ignore[arg-type]
-        ignore=validate_codes(values.get("ignore", []), f"{where}: ignore", known),  # type: ignore[arg-type]
+        select=validate_codes(_strings(values, "select"), f"{where}: select", known) if "select" in values else None,
+        extend_select=validate_codes(_strings(values, "extend-select"), f"{where}: extend-select", known),
+        ignore=validate_codes(_strings(values, "ignore"), f"{where}: ignore", known),
         per_file_ignores=pfi,
-        exclude=tuple(values.get("exclude", [])),  # type: ignore[arg-type]
-        step_functions=tuple(values.get("step-functions", [])),  # type: ignore[arg-type]
-        logging_guards=_words(values.get("logging-guards", [])),  # type: ignore[arg-type]
-        opt_in_flags=_words(values.get("opt-in-flags", [])),  # type: ignore[arg-type]
+        exclude=tuple(_strings(values, "exclude")),
+        step_functions=tuple(_strings(values, "step-functions")),
+        logging_guards=_words(_strings(values, "logging-guards")),
+        opt_in_flags=_words(_strings(values, "opt-in-flags")),
         report_guarded=bool(values.get("report-guarded", False)),
         root=root,
     )
+
+
+def _strings(values: Mapping[str, object], key: str) -> List[str]:
+    """A list of strings that ``_check_type`` accepted (absent: empty)."""
+    value = values.get(key, [])
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _table(values: Mapping[str, object], key: str) -> Dict[str, List[str]]:
+    """A table of glob = [codes] that ``_check_type`` accepted (absent: empty)."""
+    value = values.get(key, {})
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): [c for c in v if isinstance(c, str)] for k, v in value.items() if isinstance(v, list)}
 
 
 def read_pyproject(path: Path) -> Optional[Mapping[str, object]]:
@@ -276,7 +290,21 @@ def load_config(explicit: Optional[str], paths: Sequence[str], known: Iterable[s
     return config_from_table(section, str(found), str(found.parent), known)
 
 
-def with_overrides(config: Config, **overrides: object) -> Config:
-    """A copy of ``config`` with the command-line values that were given."""
-    given = {k: v for k, v in overrides.items() if v is not None}
-    return replace(config, **given)
+def with_overrides(
+    config: Config,
+    *,
+    select: Optional[Tuple[str, ...]] = None,
+    extend_select: Optional[Tuple[str, ...]] = None,
+    ignore: Optional[Tuple[str, ...]] = None,
+    step_functions: Optional[Tuple[str, ...]] = None,
+    report_guarded: Optional[bool] = None,
+) -> Config:
+    """A copy of ``config`` with the command-line values that were given (None: not given)."""
+    return replace(
+        config,
+        select=config.select if select is None else select,
+        extend_select=config.extend_select if extend_select is None else extend_select,
+        ignore=config.ignore if ignore is None else ignore,
+        step_functions=config.step_functions if step_functions is None else step_functions,
+        report_guarded=config.report_guarded if report_guarded is None else report_guarded,
+    )

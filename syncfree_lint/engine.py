@@ -11,7 +11,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -93,9 +93,10 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     facts = FileFacts(path, module_name, root)
     # Python's own parser first: libcst's native parser can overflow its stack (and kill the
     # process) on nesting that Python rejects; the ast is reused for positions.
-    tree = None
+    tree: Optional[ast.Module] = None
     try:
-        tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        parsed = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = parsed if isinstance(parsed, ast.Module) else None  # always a Module in "exec" mode
     except SyntaxError as error:
         if "too many" in str(error.msg) or not newer_syntax_possible(error):
             facts.errors.append(Diagnostic(path, error.lineno or 1, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}"))
@@ -166,8 +167,8 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
         outcome = (FileFacts(path, module_name, root), lines, False)
     else:
         outcome = (lint_source(path, text, config, enabled, noqa, fixes), lines, True)
-    if key is not None:
-        cache.put(key, outcome)  # type: ignore[union-attr]
+    if key is not None and cache is not None:  # a key is only made with a cache
+        cache.put(key, outcome)
     return outcome
 
 
@@ -238,17 +239,24 @@ def select(diagnostics: Iterable[Diagnostic], config: Config, enabled: FrozenSet
     return out
 
 
-_WORKER: Dict[str, object] = {}
+class _WorkerArgs(NamedTuple):
+    config: Config
+    enabled: FrozenSet[str]
+    cache: Optional[Cache]
+    fixes: bool
+
+
+_WORKER: List[_WorkerArgs] = []  # the arguments of this worker process, set once by _init_worker
 
 
 def _init_worker(config: Config, enabled: FrozenSet[str], cache: Optional[Cache], fixes: bool) -> None:
-    _WORKER.update(config=config, enabled=enabled, cache=cache, fixes=fixes)
+    _WORKER[:] = [_WorkerArgs(config, enabled, cache, fixes)]
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
 
 
 def _lint_in_worker(path: str) -> Tuple[FileFacts, int, bool]:
-    return lint_path(path, _WORKER["config"], _WORKER["enabled"], None, _WORKER["cache"],  # type: ignore[arg-type]
-                     fixes=_WORKER["fixes"])  # type: ignore[arg-type]
+    args = _WORKER[0]
+    return lint_path(path, args.config, args.enabled, None, args.cache, fixes=args.fixes)
 
 
 def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] = None, jobs: int = 1,

@@ -24,7 +24,7 @@ Who decides what:
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["Plugin"]
 
@@ -40,13 +40,12 @@ def _version() -> str:
         return "unknown"
 
 
-def _as_list(value: object) -> List[str]:
+def _as_list(value: Optional[Union[str, Iterable[object]]]) -> List[str]:
     """flake8 gives lists for comma-separated options, None when unset; accept a string too."""
     if not value:
         return []
-    if isinstance(value, str):
-        value = value.replace(",", " ").split()
-    return [str(item).strip().upper() for item in value if str(item).strip()]  # type: ignore[union-attr]
+    items: Iterable[object] = value.replace(",", " ").split() if isinstance(value, str) else value
+    return [str(item).strip().upper() for item in items if str(item).strip()]
 
 
 class Plugin:

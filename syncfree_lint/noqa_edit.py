@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 # As flake8 reads it (and ``analysis/suppression.py``): the noqa word, then optionally ":" and codes.
 _NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -84,7 +84,7 @@ def with_noqa(line: str, codes: Iterable[str], comment_col: Optional[int]) -> Op
     return body.rstrip() + "  " + new + ending
 
 
-def add_noqa(text: str, wanted: Dict[int, Iterable[str]]) -> Tuple[str, int, List[int]]:
+def add_noqa(text: str, wanted: Mapping[int, Iterable[str]]) -> Tuple[str, int, List[int]]:
     """(new text, directives written, lines skipped) for ``wanted``: 1-based line -> codes."""
     comments = CommentMap(text)
     lines = split_lines(text)

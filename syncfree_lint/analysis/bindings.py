@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
 
@@ -79,7 +79,7 @@ class BindingsMixin:
             if name is not None:
                 self._bind(name, kind)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            element_kind = kind if kind in T.DEVICE_TENSORS else None
+            element_kind = kind if kind in tensors.DEVICE_TENSORS else None
             for element in target.elements:
                 self._bind_target(element.value, element_kind)
         elif isinstance(target, cst.StarredElement):
@@ -96,7 +96,7 @@ class BindingsMixin:
                     self.metric_sites[target_name] = site
                     self.all_metric_sites.append(site)
                     self.all_metric_sites.extend(site.members)
-                    self._bind(target_name, T.METRIC)
+                    self._bind(target_name, tensors.METRIC)
                     return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(targets) == 1:
             name = dotted(targets[0])
@@ -107,7 +107,8 @@ class BindingsMixin:
                 and isinstance(value.operator, cst.Modulo) and not isinstance(
                     value.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             self._bind(targets[0].value, self.kind(value))
-            self._envs[-1][targets[0].value + REMAINDER] = T.NUMBER  # `rem = step % log_freq`: `if rem == 0:` is an interval
+            # `rem = step % log_freq`: `if rem == 0:` is an interval
+            self._envs[-1][targets[0].value + REMAINDER] = tensors.NUMBER
             return
         for target in targets:
             if isinstance(target, (cst.Tuple, cst.List)):
@@ -124,7 +125,8 @@ class BindingsMixin:
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in ("prepare", "setup") and len(value.args) == count:
                 # a prepared loader yields batches already on the device
-                return [T.LOADER if self.kind(arg.value) == T.HOST_LOADER else self.kind(arg.value) for arg in value.args]
+                return [tensors.LOADER if self.kind(arg.value) == tensors.HOST_LOADER else self.kind(arg.value)
+                        for arg in value.args]
         return None
 
     def _call_kind(self, call: cst.Call) -> Optional[str]:
@@ -134,7 +136,7 @@ class BindingsMixin:
             if name in self.returns:
                 return self.returns[name]
             if name in self.classes:
-                return T.MODULE if self.classes[name].is_module else None
+                return tensors.MODULE if self.classes[name].is_module else None
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             if self.class_frame is not None:
                 key = f"{self.class_frame.qualname}.{func.attr.value}"
@@ -143,31 +145,32 @@ class BindingsMixin:
         return None
 
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool,
-                          item_kind: str = T.BATCH) -> None:
+                          item_kind: str = tensors.BATCH) -> None:
         """Kinds of a loop's names: ``enumerate`` and ``range`` give host ints, a mapping's keys
         are host values (``for k, v in batch.items()``), a loader gives batches (``item_kind``:
         host tensors when the loop moves them to a device itself)."""
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             called = iterable.func.value
             if called == "enumerate" and iterable.args and isinstance(target, cst.Tuple) and len(target.elements) == 2:
-                self._bind_target(target.elements[0].value, T.NUMBER)
+                self._bind_target(target.elements[0].value, tensors.NUMBER)
                 self._bind_loop_target(target.elements[1].value, iterable.args[0].value, over_loader, item_kind)
                 return
             if called == "range":
-                self._bind_target(target, T.NUMBER)
+                self._bind_target(target, tensors.NUMBER)
                 return
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
                 and iterable.func.attr.value in ("items", "keys") and not iterable.args:
             mapping = self.kind(iterable.func.value)
             if iterable.func.attr.value == "keys":
-                self._bind_target(target, T.OTHER)
+                self._bind_target(target, tensors.OTHER)
             elif isinstance(target, cst.Tuple) and len(target.elements) == 2:
-                self._bind_target(target.elements[0].value, T.OTHER)
+                self._bind_target(target.elements[0].value, tensors.OTHER)
                 value = target.elements[1].value
-                if mapping in (T.BATCH, T.HOST_BATCH):
+                if mapping in (tensors.BATCH, tensors.HOST_BATCH):
                     self._bind_batch(value, mapping)  # a host batch's values are host tensors too
                 else:
-                    self._bind_target(value, T.TENSOR if mapping in T.DEVICE_TENSORS or mapping == T.TENSORS else None)
+                    on_device = mapping in tensors.DEVICE_TENSORS or mapping == tensors.TENSORS
+                    self._bind_target(value, tensors.TENSOR if on_device else None)
             else:
                 self._bind_target(target, None)
             return
@@ -175,13 +178,13 @@ class BindingsMixin:
             self._bind_batch(target, item_kind)
             return
         kind = self.kind(iterable)
-        if kind == T.BATCH:
-            self._bind_batch(target, T.BATCH)
-        elif kind == T.TENSORS and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+        if kind == tensors.BATCH:
+            self._bind_batch(target, tensors.BATCH)
+        elif kind == tensors.TENSORS and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
                 and iterable.func.attr.value == "values":
-            self._bind_target(target, T.TENSOR)
+            self._bind_target(target, tensors.TENSOR)
         else:
-            self._bind_target(target, T.TENSOR if kind in T.DEVICE_TENSORS else None)
+            self._bind_target(target, tensors.TENSOR if kind in tensors.DEVICE_TENSORS else None)
 
     def _bind_batch(self, target: cst.BaseExpression, kind: str) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -202,7 +205,7 @@ class BindingsMixin:
             if isinstance(node.right, cst.Name) and node.right.value == "None":
                 node = node.left  # torch.Tensor | None
         if isinstance(node, (cst.Name, cst.Attribute)) and self.qualname(node) == "torch.Tensor":
-            return T.TENSOR
+            return tensors.TENSOR
         if isinstance(node, cst.Subscript) and node.slice:  # Dict[str, Tensor], List[Tensor], Tuple[Tensor, ...]
             container = (self.qualname(node.value) or dotted(node.value) or "").rsplit(".", 1)[-1].lower()
             last = node.slice[-1].slice
@@ -210,8 +213,8 @@ class BindingsMixin:
             if container in _TENSOR_CONTAINERS and element is not None:
                 if isinstance(element, cst.Ellipsis) and len(node.slice) == 2:
                     element = node.slice[0].slice.value if isinstance(node.slice[0].slice, cst.Index) else None
-                if element is not None and self._annotated_kind(cst.Annotation(element)) == T.TENSOR:
-                    return T.TENSORS
+                if element is not None and self._annotated_kind(cst.Annotation(element)) == tensors.TENSOR:
+                    return tensors.TENSORS
         return None
 
     def _mark_store(self, target: cst.CSTNode) -> None:
@@ -231,14 +234,14 @@ class BindingsMixin:
                     for member in site.members:
                         member.moved = True
             if attr == "backward" and not node.args:
-                self._evidence(func.value, T.TENSOR)
+                self._evidence(func.value, tensors.TENSOR)
             elif attr == "backward" and node.args:
-                self._evidence(node.args[0].value, T.TENSOR)  # accelerator.backward(loss)
-            elif attr in T.MODULE_EVIDENCE_METHODS and attr != "zero_grad":
-                self._evidence(func.value, T.MODULE)
+                self._evidence(node.args[0].value, tensors.TENSOR)  # accelerator.backward(loss)
+            elif attr in tensors.MODULE_EVIDENCE_METHODS and attr != "zero_grad":
+                self._evidence(func.value, tensors.MODULE)
         if qual is not None and qual.startswith("torch.distributed.") and node.args:
             if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
-                self._evidence(node.args[0].value, T.TENSOR)
+                self._evidence(node.args[0].value, tensors.TENSOR)
 
     def _remember_attribute_class(self, name: str, value: cst.Call) -> None:
         """``self.head = BoxHead(cfg)``: calls of ``self.head.m()`` run ``BoxHead.m``."""

@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional, Set
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
 from syncfree_lint.knowledge import frequency as facts
@@ -61,9 +61,9 @@ class DefinitionsMixin:
         for param in self._params(node.params):
             pname = param.name.value
             if pname == "self" and self.class_frame is not None:
-                env[pname] = T.MODULE if self.class_frame.is_module else None
+                env[pname] = tensors.MODULE if self.class_frame.is_module else None
             elif pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE):
-                env[pname] = T.BATCH
+                env[pname] = tensors.BATCH
             else:
                 env[pname] = self._annotated_kind(param.annotation)
             if param.default is not None:
@@ -82,8 +82,8 @@ class DefinitionsMixin:
         kinds = set(frame.returns)
         if len(kinds) == 1:
             self.returns[qualname] = kinds.pop()
-        elif kinds and kinds <= T.DEVICE_TENSORS | {None} and kinds & T.DEVICE_TENSORS:
-            self.returns[qualname] = T.TENSOR
+        elif kinds and kinds <= tensors.DEVICE_TENSORS | {None} and kinds & tensors.DEVICE_TENSORS:
+            self.returns[qualname] = tensors.TENSOR
 
     @staticmethod
     def _params(params: cst.Parameters) -> List[cst.Param]:
@@ -115,7 +115,7 @@ class DefinitionsMixin:
         frame = ClassFrame(qualname, name, is_module, tuple(bases))
         self.classes[qualname] = frame
         if is_module and not self._prefix:
-            self.module_env[name] = T.MODULE_CLASS
+            self.module_env[name] = tensors.MODULE_CLASS
         saved = self.class_frame
         self.class_frame = frame
         self._prefix.append(name)

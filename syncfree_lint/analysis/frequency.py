@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.scope import (
     FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_equality_guard, is_flag_guard,
     is_host_branch, is_memo_guard, is_opt_in_call,
@@ -40,7 +40,7 @@ class FrequencyMixin:
     kind: Callable[[cst.BaseExpression], Optional[str]]
     resolve_local: Callable[["CallRef"], List[str]]
     lookup: Callable[[str], Optional[str]]
-    tree: Optional[ast.AST]
+    tree: Optional[ast.Module]
     _off_options: Optional[FrozenSet[str]] = None
 
     def placement(self) -> Placement:
@@ -99,7 +99,7 @@ class FrequencyMixin:
 
     def _is_host_number(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.Name, cst.Attribute)):
-            return self.kind(expr) == T.NUMBER
+            return self.kind(expr) == tensors.NUMBER
         return False
 
     def _close_loop(self) -> None:

@@ -7,11 +7,12 @@ MulticlassAccuracy as Acc`` all resolve here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.tensors import keyword_value as keyword_value  # re-exported for the rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame
@@ -21,7 +22,6 @@ _CLASSIFICATION_BASES = ("Accuracy", "Precision", "Recall", "F1Score", "FBetaSco
                          "AveragePrecision", "Specificity", "StatScores", "JaccardIndex", "MatthewsCorrCoef",
                          "CohenKappa", "HammingDistance", "ExactMatch", "CalibrationError", "ROC",
                          "PrecisionRecallCurve")
-REGRESSION = frozenset({"MeanSquaredError", "MeanAbsoluteError"})
 
 # What the bundled runtime implements, and the constructor arguments it honours.
 _BASE_KWARGS = frozenset({"sync_on_compute", "compute_with_cache", "process_group", "dist_sync_on_step",
@@ -120,20 +120,13 @@ def syncfree_supports(name: str, call: cst.Call) -> bool:
     return True
 
 
-def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
 @dataclass
 class MetricSite:
     """Where a torchmetrics object was built: its class, the constructor call, its statement."""
 
     name: str
     class_name: str
-    call: cst.Call
+    call: Optional[cst.Call]  # None for a dict of metrics
     statement: Optional[cst.CSTNode]
     moved: bool = False  # .to(device)/.cuda() seen, or owned by an nn.Module that is moved
     members: Tuple["MetricSite", ...] = field(default=())  # for dicts and collections
@@ -155,7 +148,7 @@ class MetricSitesMixin:
             group = self.metric(expr.value)
             if group is None or not group.members:
                 return group
-            key = expr.slice[0].slice.value if isinstance(expr.slice[0].slice, cst.Index) else None  # type: ignore[union-attr]
+            key = expr.slice[0].slice.value if isinstance(expr.slice[0].slice, cst.Index) else None
             wanted = key.evaluated_value if isinstance(key, cst.SimpleString) else None
             return next((m for m in group.members if m.name == wanted), group.members[0])
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda"):
@@ -171,15 +164,15 @@ class MetricSitesMixin:
             moved = True
             value = value.func.value
         if isinstance(value, cst.Dict):
-            members = []
+            entries: List[MetricSite] = []
             for element in value.elements:
                 if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
                     member = self._metric_site(str(element.key.evaluated_value), element.value)
                     if member is not None:
-                        members.append(member)
-            if not members:
+                        entries.append(member)
+            if not entries:
                 return None
-            return MetricSite(name, "dict", None, self.statement, moved, tuple(members))  # type: ignore[arg-type]
+            return MetricSite(name, "dict", None, self.statement, moved, tuple(entries))
         if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
             return None
         qual = self.qualname(value.func) or ""

@@ -10,12 +10,13 @@ type; they ask this object the shared questions (``kind``, ``qualname``, ``place
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.bindings import BindingsMixin
 from syncfree_lint.analysis.calls import CallRef, CallsMixin
 from syncfree_lint.analysis.definitions import DefinitionsMixin
@@ -76,7 +77,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         module: cst.Module,
         rules: Sequence["Rule"],
         step_functions: frozenset,
-        tree: Optional[Any] = None,
+        tree: Optional[ast.Module] = None,
         module_name: str = "",
         is_package: bool = False,
         root: str = "",
@@ -96,7 +97,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")
         self.imports = ImportMap(module_name, is_package)
-        self.inference = T.TensorInference(self.imports, self.lookup, self._call_kind, self.kind)
+        self.inference = tensors.TensorInference(self.imports, self.lookup, self._call_kind, self.kind)
         self.findings: List[Finding] = []
         self.calls: List[CallSite] = []
         self.rule_errors: List[Tuple[str, BaseException]] = []
@@ -142,11 +143,11 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """Positive evidence that ``expr`` is a tensor that may live on an accelerator."""
-        return self.kind(expr) in T.DEVICE_TENSORS
+        return self.kind(expr) in tensors.DEVICE_TENSORS
 
     def maybe_tensor(self, expr: cst.BaseExpression) -> bool:
         """Not known to be anything but a device tensor (numpy, number, host tensor, module)."""
-        return self.kind(expr) not in T.NOT_DEVICE
+        return self.kind(expr) not in tensors.NOT_DEVICE
 
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
         """The dotted name of a Name/Attribute chain through the imports (memoised per node)."""
@@ -279,7 +280,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         self._visit(node.target)
         name = dotted(node.target)
         if name is not None:
-            self._bind(name, T.combine(self.lookup(name), self.kind(node.value)))
+            self._bind(name, tensors.combine(self.lookup(name), self.kind(node.value)))
 
 
     def _named_expr(self, node: cst.NamedExpr) -> None:
@@ -295,7 +296,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
                 value = node.value
                 if isinstance(value, cst.Tuple):
                     kinds = [self.kind(el.value) for el in value.elements]
-                    kind = T.TENSOR if any(k in T.DEVICE_TENSORS for k in kinds) else None
+                    kind = tensors.TENSOR if any(k in tensors.DEVICE_TENSORS for k in kinds) else None
                 else:
                     kind = self.kind(value)
                 self.function.returns.append(kind)
@@ -333,7 +334,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
                 self._suite(node.orelse.body)
         for name in after_body.keys() | env.keys():
             if after_body.get(name, before.get(name)) is not env.get(name, before.get(name)):
-                env[name] = T.merge(after_body.get(name, before.get(name)), env.get(name, before.get(name)))
+                env[name] = tensors.merge(after_body.get(name, before.get(name)), env.get(name, before.get(name)))
         self._kinds.clear()
         exit_kind = is_early_exit(node)
         if exit_kind == "continue" and guard and self.loops:
@@ -342,7 +343,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
             # ``if not should_log: return`` anywhere in the function guards what follows it
             test = node.test
             if guard or (isinstance(test, cst.UnaryOperation) and is_negated_flag(test)
-                         and self.kind(test.expression) not in T.DEVICE_TENSORS):
+                         and self.kind(test.expression) not in tensors.DEVICE_TENSORS):
                 self.function.rest_guarded = True
 
 
@@ -352,9 +353,10 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         self._rules(node)
         self._visit(node.iter)
         loader_kind = self.kind(_iterated(node.iter))
-        over_loader = mentions_loader(node.iter) or loader_kind in T.LOADERS
-        host_items = loader_kind == T.HOST_LOADER or moves_items(node.body, target_names(node.target))
-        self._bind_loop_target(node.target, node.iter, over_loader, T.HOST_BATCH if over_loader and host_items else T.BATCH)
+        over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS
+        host_items = loader_kind == tensors.HOST_LOADER or moves_items(node.body, target_names(node.target))
+        item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH
+        self._bind_loop_target(node.target, node.iter, over_loader, item_kind)
         loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node, *self._guards_here())
         self.loops.append(loop)
         iter_ref = self._iterated_function(node.iter)
@@ -388,7 +390,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
             for item in node.items:
                 self._visit(item.item)
                 if item.asname is not None:
-                    self._bind_target(item.asname.name, None)  # type: ignore[arg-type]
+                    self._bind_target(item.asname.name, None)
             self._suite(node.body)
         elif isinstance(node, (cst.Try, cst.TryStar)):
             self._suite(node.body)

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterator, Optional, Sequence, Tuple
+import sys
+from typing import TYPE_CHECKING, Dict, Iterator, Optional, Sequence, Tuple
 
 import libcst as cst
+
+if TYPE_CHECKING:  # pragma: no cover
+    from libcst.metadata import CodeRange
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 Position = Tuple[int, int, int, int]  # line, col (1-based), end_line, end_col
@@ -61,7 +65,7 @@ def _cst_children(statement: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def _ast_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     for statement in body:
         yield statement
-        if isinstance(statement, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        if isinstance(statement, ast.Try) or (sys.version_info >= (3, 11) and isinstance(statement, ast.TryStar)):
             yield from _ast_statements(statement.body)
             for handler in statement.handlers:
                 yield from _ast_statements(handler.body)
@@ -88,7 +92,7 @@ class PositionFinder:
         self.module = module
         self._starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
         self._map: Optional[Dict[int, ast.stmt]] = None
-        self._fallback: Optional[Dict[cst.CSTNode, object]] = None
+        self._fallback: Optional[Dict[cst.CSTNode, "CodeRange"]] = None
         self._seen: Dict[Tuple[int, str], int] = {}
         self._done: Dict[int, Position] = {}
 
@@ -201,7 +205,7 @@ class PositionFinder:
         rng = self._fallback.get(node)
         if rng is None:
             return 1, 1, 1, 1
-        return rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1  # type: ignore[attr-defined]
+        return rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1
 
     def line_text(self, line: int) -> str:
         if line < 1 or line > len(self._starts):

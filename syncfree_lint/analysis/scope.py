@@ -364,7 +364,7 @@ def is_memo_guard(node: cst.If) -> bool:
     for statement in _small_statements(node.body):
         if isinstance(statement, cst.Assign):
             for target in statement.targets:
-                filled = target.target
+                filled: cst.BaseExpression = target.target
                 if subscripted and isinstance(filled, cst.Subscript):
                     filled = filled.value
                 elif subscripted:

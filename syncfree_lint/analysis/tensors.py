@@ -63,10 +63,11 @@ def is_cpu_device(expr: cst.BaseExpression, imports: ImportMap) -> bool:
     return False
 
 
-def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    """The value of the keyword argument ``name=`` of ``call``, or None."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
-            return arg
+            return arg.value
     return None
 
 
@@ -276,11 +277,11 @@ class TensorInference:
         if qual.startswith("torch.nn."):
             return MODULE if last[:1].isupper() else None
         if last in api.TORCH_FACTORIES:
-            dtype = keyword(node, "dtype")
-            if dtype is not None and (dotted(dtype.value) or "").endswith(".bool"):
+            dtype = keyword_value(node, "dtype")
+            if dtype is not None and (dotted(dtype) or "").endswith(".bool"):
                 return MASK  # a boolean mask, wherever it lives, makes indexing data-dependent
-            device = keyword(node, "device")
-            if device is not None and not is_cpu_device(device.value, self.imports):
+            device = keyword_value(node, "device")
+            if device is not None and not is_cpu_device(device, self.imports):
                 return TENSOR
             if last in ("as_tensor",):
                 data = positional(node, 0)
@@ -289,9 +290,9 @@ class TensorInference:
             return HOST_TENSOR
         if last.endswith("_like"):
             first = positional(node, 0)
-            device = keyword(node, "device")
+            device = keyword_value(node, "device")
             if device is not None:
-                return HOST_TENSOR if is_cpu_device(device.value, self.imports) else TENSOR
+                return HOST_TENSOR if is_cpu_device(device, self.imports) else TENSOR
             return self.kind(first) if first is not None else TENSOR
         if last in api.MASK_FUNCTIONS:
             return MASK if self._from_args(node, TENSOR) != HOST_TENSOR else HOST_TENSOR
@@ -363,8 +364,8 @@ class TensorInference:
     def _names_accelerator_device(self, node: cst.Call) -> bool:
         """``.to(device)``, ``.to(self.device)``, ``.to("cuda")``, ``.to(device=...)``: a device
         that is not the CPU (a dtype, or a name that does not say device, is not evidence)."""
-        device = keyword(node, "device")
-        value = device.value if device is not None else positional(node, 0)
+        device = keyword_value(node, "device")
+        value = device if device is not None else positional(node, 0)
         if value is None or is_cpu_device(value, self.imports):
             return False
         if isinstance(value, cst.SimpleString):
@@ -376,8 +377,8 @@ class TensorInference:
         if node.func.attr.value == "cuda":  # type: ignore[attr-defined]
             return TENSOR
         target = positional(node, 0)
-        device = keyword(node, "device")
-        value = device.value if device is not None else target
+        device = keyword_value(node, "device")
+        value = device if device is not None else target
         if value is not None and is_cpu_device(value, self.imports):
             return HOST_TENSOR
         if value is None:  # .to(dtype=...) keeps the device

@@ -95,6 +95,7 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
         return _declined("float64 accumulation needs CUDA: the file's code names no CUDA device, or also another "
                          "accelerator or an API that picks one at run time")
     name = target.value
+    assert statement is not None  # a target was read from it
     bindings = _binding_form(index, name, statement, accumulate)
     if isinstance(bindings, str):
         return _declined(bindings)
@@ -305,9 +306,10 @@ def _float_spec(expression: cst.FormattedStringExpression) -> bool:
     spec = expression.format_spec
     if expression.conversion is not None or not spec:
         return False
-    if not all(isinstance(part, cst.FormattedStringText) for part in spec):
+    texts = [part.value for part in spec if isinstance(part, cst.FormattedStringText)]
+    if len(texts) != len(spec):
         return False
-    text = "".join(part.value for part in spec)  # type: ignore[union-attr]
+    text = "".join(texts)
     return bool(text) and text[-1] in _FLOAT_SPEC_TYPES
 
 

@@ -138,7 +138,8 @@ def _rewrite_import(ctx, statement: cst.ImportFrom, verdict: Dict[str, bool]) ->
     (the new import on its own line after the old one, at the same indentation)."""
     if isinstance(statement.names, cst.ImportStar):
         return []
-    keep, move = [], []
+    keep: List[cst.ImportAlias] = []
+    move: List[cst.ImportAlias] = []
     for alias in statement.names:
         imported = dotted(alias.name) or ""
         local = alias.asname.name.value if alias.asname is not None else imported  # type: ignore[union-attr]

@@ -7,7 +7,7 @@ file was walked, so a plan can depend on everything in the file (e.g. which impo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Union
+from typing import Callable, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -48,5 +48,5 @@ class Declined:
 class FixPlan:
     title: str
     applicability: str  # "safe" | "unsafe"
-    build: Callable[[], Union[List[Part], Declined, None]]  # None / Declined: no fix after all
+    build: Callable[[], Union[Sequence[Part], Declined, None]]  # None / Declined: no fix after all
     subject: object = None  # what the fix is about (a metric site), for plans that span the file

@@ -1,19 +1,23 @@
 """The base of every rule: its trigger, its message, its doc, and (later) its fix."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Tuple, Type
+from typing import TYPE_CHECKING, ClassVar, Generic, Tuple, Type, TypeVar
 
 import libcst as cst
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
 
+NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 
-class Rule:
+
+class Rule(Generic[NodeT]):
     """Subclasses set the class attributes and implement ``check``.
 
     ``check(node, ctx)`` is called for every node whose type is in ``node_types``; it asks
-    ``ctx`` (the file's shared analysis) what it needs and calls ``ctx.report``.
+    ``ctx`` (the file's shared analysis) what it needs and calls ``ctx.report``. ``NodeT`` is
+    the node type ``check`` takes (``Rule[cst.Call]`` for a rule whose ``node_types`` is
+    ``(cst.Call,)``); a bare ``Rule`` subclass may narrow it freely.
     """
 
     code: ClassVar[str]
@@ -25,7 +29,7 @@ class Rule:
     step_only: ClassVar[bool] = True  # reported only where the code runs once per step
     fix_title: ClassVar[str] = ""  # empty: no automatic fix
 
-    def check(self, node: cst.CSTNode, ctx: "ModuleAnalysis") -> None:  # pragma: no cover
+    def check(self, node: NodeT, ctx: "ModuleAnalysis") -> None:  # pragma: no cover
         raise NotImplementedError
 
     def finish(self, ctx: "ModuleAnalysis") -> None:
@@ -38,7 +42,7 @@ class Rule:
         return f"{cls.code} ({cls.name}) — {state}\n\n{cls.message}\n\n{cls.doc.strip()}\n"
 
 
-class MetaRule(Rule):
+class MetaRule(Rule[cst.CSTNode]):
     """A code the tool itself emits (SFL000, SFL001); it has no trigger."""
 
     node_types = ()

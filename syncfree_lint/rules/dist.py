@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.tensors import keyword
+from syncfree_lint.analysis.tensors import keyword_value
 from syncfree_lint.rules.base import Rule
 
 
@@ -103,10 +103,10 @@ No automatic fix: the numerator and denominator have to be kept apart first.
             name = dotted(node.args[0].value)
             if name is None or name not in ratios:
                 return
-            op = keyword(node, "op")
-            if op is not None and isinstance(op.value, cst.Attribute) and op.value.attr.value == "AVG":
+            op = keyword_value(node, "op")
+            if op is not None and isinstance(op, cst.Attribute) and op.attr.value == "AVG":
                 ctx.report(self, node, "a per-rank ratio is all_reduced with `ReduceOp.AVG`: wrong when ranks hold different sample counts; all_reduce the numerator and the denominator, then divide")
-            elif op is None or (isinstance(op.value, cst.Attribute) and op.value.attr.value == "SUM"):
+            elif op is None or (isinstance(op, cst.Attribute) and op.attr.value == "SUM"):
                 pending[name] = (node, None, None, ctx.statement)
 
     @staticmethod

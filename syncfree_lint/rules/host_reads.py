@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, positional
+from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
 from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call, receiver
@@ -19,7 +19,6 @@ class ItemCall(Rule):
     code = "SFL101"
     name = "item-in-step"
     message = "`.item()` in a step waits for the GPU; keep the value on device and read it at log intervals"
-    node_types = (cst.Call,)
     doc = """
 ## What it does
 Flags `t.item()` inside a training or evaluation step (a step loop, a step function, or a
@@ -97,7 +96,7 @@ modules importing a module-level accumulator.
             if id(ctx.statement) not in places:
                 places[id(ctx.statement)] = ctx.placement()
             return
-        if method_call(node) == "item" and not node.args and _host_read_receiver(node, ctx):
+        if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and _host_read_receiver(node, ctx):
             scope = ctx.function.node if ctx.function is not None else ctx.module
             site = proof.ItemSite(node, ctx.statement, scope, ctx.placement())
             build = lambda: proof.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
@@ -105,7 +104,7 @@ modules importing a module-level accumulator.
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))
 
 
-class CpuCopy(Rule):
+class CpuCopy(Rule[cst.Call]):
     code = "SFL102"
     name = "cpu-copy-in-step"
     message = "`.cpu()` in a step copies to the host and waits for the GPU; move it out of the step or pass `non_blocking=True` to `.to('cpu')`"
@@ -146,18 +145,18 @@ No automatic fix: moving the copy changes where the data lives.
             if not node.args and _host_read_receiver(node, ctx):
                 ctx.report(self, node)
         elif name == "to":
-            target = keyword(node, "device")
-            value = target.value if target is not None else positional(node, 0)
+            target = keyword_value(node, "device")
+            value = target if target is not None else positional(node, 0)
             if value is None or not is_cpu_device(value, ctx.imports):
                 return
-            blocking = keyword(node, "non_blocking")
-            if blocking is not None and is_true(blocking.value):
+            blocking = keyword_value(node, "non_blocking")
+            if blocking is not None and is_true(blocking):
                 return
             if _host_read_receiver(node, ctx):
                 ctx.report(self, node, "`.to('cpu')` in a step copies to the host and waits for the GPU; move it out of the step or pass `non_blocking=True`")
 
 
-class NumpyRead(Rule):
+class NumpyRead(Rule[cst.Call]):
     code = "SFL103"
     name = "numpy-in-step"
     message = "`.numpy()` in a step copies to the host and waits for the GPU; keep tensors on device and convert after the loop"
@@ -202,7 +201,7 @@ No automatic fix: the consumer of the array decides where the conversion belongs
                     ctx.report(self, node, f"`{qual.replace('numpy', 'np')}()` of a tensor in a step copies to the host and waits for the GPU; convert after the loop")
 
 
-class TolistRead(Rule):
+class TolistRead(Rule[cst.Call]):
     code = "SFL104"
     name = "tolist-in-step"
     message = "`.tolist()` in a step copies to the host and waits for the GPU; accumulate on device and convert once"
@@ -241,7 +240,7 @@ No automatic fix.
 _CONVERTERS = {"float", "int", "bool", "complex"}
 
 
-class PythonScalar(Rule):
+class PythonScalar(Rule[cst.Call]):
     code = "SFL105"
     name = "python-scalar-of-tensor"
     message = "converting a tensor to a Python number in a step waits for the GPU; keep the tensor and read it at log intervals"
@@ -460,6 +459,8 @@ No automatic fix: which interval to log at is the user's choice.
                     if ctx.is_tensor(value):
                         ctx.report(self, value, "`%`-formatting a tensor in a step waits for the GPU; format it at log intervals")
             return
+        if not isinstance(node, cst.Call):
+            return
         func = node.func
         what = None
         if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format") and not ctx.imports.imported(func.value):
@@ -487,7 +488,7 @@ def _is_logger(expr: cst.BaseExpression, ctx) -> bool:
     return isinstance(name, str) and ("log" in name.lower())
 
 
-class ExplicitSynchronize(Rule):
+class ExplicitSynchronize(Rule[cst.Call]):
     code = "SFL108"
     name = "explicit-synchronize"
     message = "`synchronize()` in a step blocks the host until the GPU is idle; remove it or time with CUDA events read at log intervals"

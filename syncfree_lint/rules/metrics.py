@@ -1,11 +1,11 @@
 """SFL3xx: torchmetrics updates, computes and Lightning logging inside a step."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.metrics import MetricSite, is_aggregator, is_classification, keyword_value
 from syncfree_lint.fixes.metric_switch import escapes as _escapes
 from syncfree_lint.fixes.metric_switch import switch_plan
@@ -22,6 +22,13 @@ is not handed to other code (such as Lightning's `self.log(name, metric)`), and 
 read beyond the interface both share (`metric.tp` or `metric.metric_state` keep torchmetrics). Read the results
 with `syncfree.to_host(metric)`: `compute()` returns device tensors and never syncs.
 """
+
+
+def _replacing(node: cst.CSTNode, statement: Optional[cst.CSTNode], text: str) -> Callable[[], List[Replace]]:
+    """A fix that replaces one node's text."""
+    def build() -> List[Replace]:
+        return [Replace(node, statement, text)]
+    return build
 
 
 def metric_call(node: cst.Call, ctx) -> Optional[Tuple[MetricSite, str]]:
@@ -69,7 +76,7 @@ def _is_python_number(expr: cst.BaseExpression, ctx) -> bool:
         return True
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float)):
         return True
-    return ctx.kind(expr) == T.NUMBER
+    return ctx.kind(expr) == tensors.NUMBER
 
 
 class AggregatorUpdate(Rule):
@@ -157,7 +164,7 @@ Safe: the weight has the same value and the shape torchmetrics broadcasts it to.
         if ctx.is_tensor(value) and ctx.imports.imported("torch"):
             torch_name = next((k for k, v in ctx.imports.aliases.items() if v == "torch"), "torch")
             replacement = f"{torch_name}.full_like({code(value)}, {code(weight.value)})"
-            fix = FixPlan(self.fix_title, "safe", lambda w=weight.value, r=replacement, s=ctx.statement: [Replace(w, s, r)])
+            fix = FixPlan(self.fix_title, "safe", _replacing(weight.value, ctx.statement, replacement))
         ctx.report(self, weight.value, fix=fix)
 
 
@@ -202,7 +209,7 @@ Safe: the same number, as a CPU 0-d tensor.
         torch_name = next((k for k, v in ctx.imports.aliases.items() if v == "torch"), None)
         if torch_name is not None:
             replacement = f"{torch_name}.as_tensor({code(value)})"
-            fix = FixPlan(self.fix_title, "safe", lambda v=value, r=replacement, s=ctx.statement: [Replace(v, s, r)])
+            fix = FixPlan(self.fix_title, "safe", _replacing(value, ctx.statement, replacement))
         ctx.report(self, value, fix=fix)
 
 
@@ -301,6 +308,8 @@ size depends on the data, so only the `syncfree` metric removes every per-update
     def applies(self, site: MetricSite) -> bool:
         if not is_classification(site.class_name):
             return False
+        if site.call is None:
+            return False  # a dict of metrics: its members are sites of their own
         value = keyword_value(site.call, "validate_args")
         return value is None or (isinstance(value, cst.Name) and value.value == "True")
 

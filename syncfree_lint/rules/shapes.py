@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
-from syncfree_lint.analysis.tensors import keyword, positional
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.tensors import keyword_value, positional
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 
@@ -27,10 +27,10 @@ def _device_args(node: cst.Call, ctx) -> bool:
     first = positional(node, 0)
     if first is None:
         first = node.args[0].value if node.args else None
-    return first is None or ctx.kind(first) not in (T.HOST_TENSOR, T.NUMPY, T.NUMBER, T.OTHER)
+    return first is None or ctx.kind(first) not in (tensors.HOST_TENSOR, tensors.NUMPY, tensors.NUMBER, tensors.OTHER)
 
 
-class Nonzero(Rule):
+class Nonzero(Rule[cst.Call]):
     code = "SFL201"
     name = "nonzero-in-step"
     message = "`nonzero` has a data-dependent output shape: the host waits for the GPU to size the result; use a mask with `torch.where`"
@@ -74,7 +74,7 @@ No automatic fix.
             return
         name = method_call(node)
         if name in ("nonzero", "argwhere") and _device_receiver(node, ctx):
-            if ctx.is_tensor(receiver(node)) or name == "nonzero" and keyword(node, "as_tuple") is not None or ctx.kind(receiver(node)) is None:
+            if ctx.is_tensor(receiver(node)) or name == "nonzero" and keyword_value(node, "as_tuple") is not None or ctx.kind(receiver(node)) is None:
                 ctx.report(self, node, f"`.{name}()` has a data-dependent output shape: the host waits for the GPU to size the result; use a mask with `torch.where`")
 
 
@@ -84,7 +84,7 @@ def _is_mask_index(node: cst.Subscript, ctx) -> bool:
     element = node.slice[0].slice
     if not isinstance(element, cst.Index):
         return False
-    return ctx.kind(element.value) == T.MASK
+    return ctx.kind(element.value) == tensors.MASK
 
 
 def _python_scalar(expr: cst.BaseExpression, ctx) -> bool:
@@ -98,7 +98,7 @@ def _python_scalar(expr: cst.BaseExpression, ctx) -> bool:
         return True
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float":
         return True
-    return ctx.kind(expr) == T.NUMBER
+    return ctx.kind(expr) == tensors.NUMBER
 
 
 class MaskIndexing(Rule):
@@ -151,7 +151,7 @@ No automatic fix.
                 ctx.report(self, node, "`masked_select` has a data-dependent output shape: the host waits for the GPU; use `torch.where(mask, x, 0)`")
 
 
-class DynamicShapeOps(Rule):
+class DynamicShapeOps(Rule[cst.Call]):
     code = "SFL203"
     name = "data-dependent-shape-op"
     message = "this op has a data-dependent output shape: the host waits for the GPU to size the result"
@@ -195,16 +195,16 @@ No automatic fix: the static size is something only the user knows.
             ctx.report(self, node, f"`{found}` has a data-dependent output shape: the host waits for the GPU to size the result{hint}")
             return
         if _torch_call(node, ctx, "repeat_interleave") or method == "repeat_interleave":
-            if keyword(node, "output_size") is not None:
+            if keyword_value(node, "output_size") is not None:
                 return
-            repeats = keyword(node, "repeats")
-            value = repeats.value if repeats is not None else positional(node, 0 if method and not _torch_call(node, ctx, "repeat_interleave") else 1)
+            repeats = keyword_value(node, "repeats")
+            value = repeats if repeats is not None else positional(node, 0 if method and not _torch_call(node, ctx, "repeat_interleave") else 1)
             if value is not None and ctx.is_tensor(value):
                 ctx.report(self, node, "`repeat_interleave` with tensor repeats and no `output_size=` waits for the GPU to sum the repeats; pass `output_size=`")
             return
         if _torch_call(node, ctx, "one_hot"):
-            classes = keyword(node, "num_classes")
-            value = classes.value if classes is not None else positional(node, 1)
+            classes = keyword_value(node, "num_classes")
+            value = classes if classes is not None else positional(node, 1)
             missing = value is None or (isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer) and value.expression.value == "1")
             if missing:
                 ctx.report(self, node, "`one_hot` without `num_classes` waits for the GPU to find the largest label; pass `num_classes=`")

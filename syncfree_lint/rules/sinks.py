@@ -5,12 +5,12 @@ from typing import Iterator
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis import tensors
 from syncfree_lint.knowledge import sinks
 from syncfree_lint.rules.base import Rule
 
 
-class TensorToLoggingSink(Rule):
+class TensorToLoggingSink(Rule[cst.Call]):
     code = "SFL109"
     name = "tensor-to-logging-sink"
     message = "a tensor handed to a logging sink in a step is read on the host, a wait for the GPU; log at intervals, or log values read at intervals"
@@ -72,7 +72,7 @@ No automatic fix: which interval to log at is the user's choice.
             return False  # the class's own method (``self.log_metrics(...)``), not a tracker
         if method in sinks.WRITER_METHODS or method in sinks.TRACKER_METHODS:
             return True
-        return method in sinks.ACCELERATOR_SINK_METHODS and ctx.kind(func.value) == T.ACCELERATOR
+        return method in sinks.ACCELERATOR_SINK_METHODS and ctx.kind(func.value) == tensors.ACCELERATOR
 
 
 def _values(node: cst.Call) -> Iterator[cst.BaseExpression]:

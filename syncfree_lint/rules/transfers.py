@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfree_lint.analysis import tensors as T
-from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword, positional
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 
-class TensorFromPythonData(Rule):
+class TensorFromPythonData(Rule[cst.Call]):
     code = "SFL401"
     name = "tensor-from-host-data-in-step"
     message = "`torch.tensor(..., device=...)` in a step copies host data to the device and waits; build it once outside the step, or keep it a CPU tensor"
@@ -48,17 +48,17 @@ No automatic fix: hoisting needs the data to be step-invariant.
         qual = ctx.qualname(node.func)
         if qual not in ("torch.tensor", "torch.as_tensor", "torch.asarray"):
             return
-        device = keyword(node, "device")
-        if device is None or is_cpu_device(device.value, ctx.imports):
+        device = keyword_value(node, "device")
+        if device is None or is_cpu_device(device, ctx.imports):
             return
         data = positional(node, 0)
-        if data is None or ctx.kind(data) in T.DEVICE_TENSORS:
+        if data is None or ctx.kind(data) in tensors.DEVICE_TENSORS:
             return
         name = qual.split(".")[-1]
         ctx.report(self, node, f"`torch.{name}(..., device=...)` in a step copies host data to the device and waits; build it once outside the step, or keep it a CPU tensor")
 
 
-class BlockingBatchTransfer(Rule):
+class BlockingBatchTransfer(Rule[cst.Call]):
     code = "SFL402"
     name = "blocking-batch-transfer"
     message = "batch moved to the device without `non_blocking=True`: the host waits for the copy; use `pin_memory=True` in the loader and `non_blocking=True`"
@@ -95,14 +95,14 @@ No automatic fix yet: `non_blocking=True` without pinned memory gains nothing.
         name = method_call(node)
         if name not in ("to", "cuda"):
             return
-        blocking = keyword(node, "non_blocking")
-        if blocking is not None and is_true(blocking.value):
+        blocking = keyword_value(node, "non_blocking")
+        if blocking is not None and is_true(blocking):
             return
-        if ctx.kind(receiver(node)) not in (T.BATCH, T.HOST_BATCH):
+        if ctx.kind(receiver(node)) not in (tensors.BATCH, tensors.HOST_BATCH):
             return
         if name == "to":
-            device = keyword(node, "device")
-            target = device.value if device is not None else positional(node, 0)
+            device = keyword_value(node, "device")
+            target = device if device is not None else positional(node, 0)
             if target is None or is_cpu_device(target, ctx.imports):
                 return
             if isinstance(target, cst.Attribute) and target.attr.value in ("float16", "bfloat16", "float32", "float", "half", "long", "int"):
