@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: suffix of an environment key recording that a name holds a remainder (``name %``: never a real name)
 REMAINDER = " %"
+#: suffix of a key recording that a name holds 1 (a period that defaults to every step: ``period=1``)
+EVERY_STEP = " =1"
 #: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
 _TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
 
@@ -62,6 +64,9 @@ class BindingsMixin:
         env = self._envs[-1]
         env[name] = kind
         env.pop(name + REMAINDER, None)
+        env.pop(name + EVERY_STEP, None)
+        if name.startswith("self.") and self.class_frame is not None:
+            self.class_frame.attrs.pop(name + EVERY_STEP, None)
         if name.startswith("self.") and self.class_frame is not None and self.function is not None:
             previous = self.class_frame.attrs.get(name)
             if kind is not None or previous is None:
@@ -110,6 +115,12 @@ class BindingsMixin:
             # `rem = step % log_freq`: `if rem == 0:` is an interval
             self._envs[-1][targets[0].value + REMAINDER] = tensors.NUMBER
             return
+        if len(targets) == 1 and self._holds_one(value):
+            name = dotted(targets[0])
+            if name is not None:
+                self._bind(name, tensors.NUMBER)
+                self.mark_every_step(name)
+                return
         for target in targets:
             if isinstance(target, (cst.Tuple, cst.List)):
                 kinds = self._elementwise(value, len(target.elements))
@@ -118,6 +129,20 @@ class BindingsMixin:
                         self._bind_target(element.value, kind)
                     continue
             self._bind_target(target, self.kind(value))
+
+    def _holds_one(self, value: cst.BaseExpression) -> bool:
+        """``1``, or a name that holds 1 here (a parameter defaulting to 1)."""
+        if isinstance(value, cst.Integer):
+            return value.value == "1"
+        name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        return name is not None and self.lookup(name + EVERY_STEP) is not None
+
+    def mark_every_step(self, name: str) -> None:
+        """``name`` holds 1: as a modulo's period, it makes an interval guard run every step."""
+        if name.startswith("self.") and self.class_frame is not None:
+            self.class_frame.attrs[name + EVERY_STEP] = tensors.NUMBER
+        else:
+            self._envs[-1][name + EVERY_STEP] = tensors.NUMBER
 
     def _elementwise(self, value: cst.BaseExpression, count: int) -> Optional[List[Optional[str]]]:
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count:
@@ -225,6 +250,11 @@ class BindingsMixin:
                 self._mark_store(element.value)
 
     def _learn_from_call(self, node: cst.Call, func: cst.BaseExpression, qual: Optional[str]) -> None:
+        if isinstance(func, cst.Name) and func.value == "exec" and self.function is None:
+            # `exec(open("configurator.py").read())` may override any global: their values are not facts
+            for env in self._envs:
+                for key in [k for k in env if k.endswith(EVERY_STEP)]:
+                    del env[key]
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
             if attr in ("to", "cuda"):

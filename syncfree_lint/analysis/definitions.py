@@ -11,6 +11,7 @@ from typing import Callable, Dict, List, Optional, Set
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.bindings import EVERY_STEP
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
 from syncfree_lint.knowledge import frequency as facts
@@ -68,6 +69,8 @@ class DefinitionsMixin:
                 env[pname] = self._annotated_kind(param.annotation)
             if param.default is not None:
                 self._visit(param.default)
+                if isinstance(param.default, cst.Integer) and param.default.value == "1":
+                    env[pname + EVERY_STEP] = tensors.NUMBER  # `period=1`: every step unless configured
         self._prefix.append(name)
         self._suite(node.body)
         self._prefix.pop()

@@ -17,7 +17,8 @@ from syncfree_lint.analysis.scope import (
     FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_equality_guard, is_flag_guard,
     is_host_branch, is_memo_guard, is_opt_in_call,
 )
-from syncfree_lint.analysis.bindings import REMAINDER
+from syncfree_lint.analysis.bindings import EVERY_STEP, REMAINDER
+from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.options import off_by_default
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +61,7 @@ class FrequencyMixin:
         logging and opt-in flags, opt-in calls, and host-only device branches."""
         test = node.test
         if has_modulo(test) or self._tests_remainder(test):
-            return not contains_step_marker(node.body, self.qualname)
+            return not contains_step_marker(node.body, self.qualname) and not self._period_is_one(test)
         return (
             is_memo_guard(node)
             or is_flag_guard(test, self.logging_words, self.opt_in_words)
@@ -83,6 +84,23 @@ class FrequencyMixin:
         if self._off_options is None:
             self._off_options = off_by_default(self.tree)
         return test.attr.value in self._off_options
+
+    def _period_is_one(self, test: cst.BaseExpression) -> bool:
+        """``step % self.period == 0`` where the period holds 1 (``period: int = 1`` by default):
+        the branch runs every step."""
+        stack: List[cst.CSTNode] = [test]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+                right = node.right
+                if isinstance(right, cst.Integer) and right.value == "1":
+                    return True
+                name = dotted(right) if isinstance(right, (cst.Name, cst.Attribute)) else None
+                if name is not None and self.lookup(name + EVERY_STEP) is not None:
+                    return True
+            stack.extend(child for child in node.children if isinstance(child, cst.BaseExpression)
+                         or isinstance(child, (cst.ComparisonTarget, cst.Arg)))
+        return False
 
     def _tests_remainder(self, test: cst.BaseExpression) -> bool:
         """``if rem == 0:`` / ``if not rem:`` where ``rem = step % k`` (an interval guard by data flow)."""
