@@ -15,6 +15,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTup
 
 import libcst as cst
 
+from syncfree_lint.analysis.arguments import Seeds, analyse
 from syncfree_lint.analysis.callgraph import resolve
 from syncfree_lint.analysis.device import may_use_accelerator
 from syncfree_lint.analysis.filefacts import FileFacts
@@ -121,14 +122,20 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     except Exception as exc:  # libcst raises a few other types on odd input
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"could not parse: {type(exc).__name__}: {exc}"))
         return facts
-    analysis = ModuleAnalysis(
-        path, source, module, _rule_instances(enabled), config.all_step_functions,
-        tree=tree, module_name=module_name, is_package=is_package, root=root,
-        uses_accelerator=may_use_accelerator(source, tree),
-        logging_words=config.all_logging_words, opt_in_words=config.all_opt_in_words,
-    )
-    try:
+    uses_accelerator = may_use_accelerator(source, tree)
+
+    def walk(parameter_kinds: Seeds) -> ModuleAnalysis:
+        analysis = ModuleAnalysis(
+            path, source, module, _rule_instances(enabled), config.all_step_functions,
+            tree=tree, module_name=module_name, is_package=is_package, root=root,
+            uses_accelerator=uses_accelerator, logging_words=config.all_logging_words,
+            opt_in_words=config.all_opt_in_words, parameter_kinds=parameter_kinds,
+        )
         analysis.run()
+        return analysis
+
+    try:
+        analysis = analyse(walk)
         return summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
     except RecursionError:
         facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to analyse (recursion limit)"))

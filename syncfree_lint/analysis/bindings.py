@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 REMAINDER = " %"
 #: suffix of a key recording that a name holds 1 (a period that defaults to every step: ``period=1``)
 EVERY_STEP = " =1"
+#: suffix of a key recording that a parameter is a switch that is off by default (``debug=False``)
+OFF_BY_DEFAULT = " off"
 #: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
 _TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
 
@@ -65,6 +67,7 @@ class BindingsMixin:
         env[name] = kind
         env.pop(name + REMAINDER, None)
         env.pop(name + EVERY_STEP, None)
+        env.pop(name + OFF_BY_DEFAULT, None)
         if name.startswith("self.") and self.class_frame is not None:
             self.class_frame.attrs.pop(name + EVERY_STEP, None)
         if name.startswith("self.") and self.class_frame is not None and self.function is not None:

@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional, Set
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.bindings import EVERY_STEP
+from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
 from syncfree_lint.knowledge import frequency as facts
@@ -28,6 +28,7 @@ class DefinitionsMixin:
     guard_depth: int
     step_functions: frozenset
     uses_accelerator: bool
+    parameter_kinds: Dict[str, Dict[str, str]]
     functions: Dict[str, FunctionFrame]
     classes: Dict[str, ClassFrame]
     returns: Dict[str, Optional[str]]
@@ -66,9 +67,11 @@ class DefinitionsMixin:
             elif pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE):
                 env[pname] = tensors.BATCH
             else:
-                env[pname] = self._annotated_kind(param.annotation)
+                env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
             if param.default is not None:
                 self._visit(param.default)
+                if isinstance(param.default, cst.Name) and param.default.value == "False":
+                    env[pname + OFF_BY_DEFAULT] = tensors.OTHER  # `save_errors=False`: an opt-in switch
                 if isinstance(param.default, cst.Integer) and param.default.value == "1":
                     env[pname + EVERY_STEP] = tensors.NUMBER  # `period=1`: every step unless configured
         self._prefix.append(name)

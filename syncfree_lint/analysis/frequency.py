@@ -17,7 +17,7 @@ from syncfree_lint.analysis.scope import (
     FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_equality_guard, is_flag_guard,
     is_host_branch, is_memo_guard, is_opt_in_call,
 )
-from syncfree_lint.analysis.bindings import EVERY_STEP, REMAINDER
+from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT, REMAINDER
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.options import off_by_default
 
@@ -79,6 +79,8 @@ class FrequencyMixin:
                 and isinstance(test.comparisons[0].operator, cst.IsNot) \
                 and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
             test = test.left
+        if isinstance(test, cst.Name):
+            return self.lookup(test.value + OFF_BY_DEFAULT) is not None
         if not isinstance(test, cst.Attribute):
             return False
         if self._off_options is None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tupl
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.arguments import ArgumentsMixin, Seeds
 from syncfree_lint.analysis.bindings import BindingsMixin
 from syncfree_lint.analysis.calls import CallRef, CallsMixin
 from syncfree_lint.analysis.definitions import DefinitionsMixin
@@ -25,8 +26,8 @@ from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.metrics import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.scope import (
-    ClassFrame, FunctionFrame, LoopFrame, is_early_exit, is_negated_flag, is_step_marker, mentions_loader,
-    moves_items, target_names,
+    ClassFrame, FunctionFrame, LoopFrame, is_early_exit, is_negated_flag, is_step_marker, iterated,
+    iterates_own_tensors, mentions_loader, moves_items, target_names,
 )
 from syncfree_lint.diagnostic import Fix
 from syncfree_lint.knowledge import frequency as facts
@@ -67,7 +68,7 @@ def _fields(cls: type) -> Tuple[str, ...]:
     return names
 
 
-class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin):
+class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin):
     """Walks one module once, answering the shared questions for every rule."""
 
     def __init__(
@@ -84,6 +85,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         uses_accelerator: bool = True,
         logging_words: Sequence[str] = facts.LOGGING_FLAG_WORDS,
         opt_in_words: Sequence[str] = facts.OPT_IN_FLAG_WORDS,
+        parameter_kinds: Optional[Seeds] = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -94,6 +96,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         self.uses_accelerator = uses_accelerator
         self.logging_words = tuple(logging_words)
         self.opt_in_words = tuple(opt_in_words)
+        self.parameter_kinds: Seeds = parameter_kinds or {}  # what this file's calls pass (``arguments``)
+        self.argument_records: List[Any] = []
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")
         self.imports = ImportMap(module_name, is_package)
@@ -157,7 +161,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         qual = self._qualnames[key] = self.imports.qualname(expr)
         return qual
 
-
     def is_store(self, node: cst.CSTNode) -> bool:
         """True for an assignment target (``t[mask] = ...``)."""
         return id(node) in self._stores
@@ -175,17 +178,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         if placement is not None and placement.function is None and not placement.loops:
             return  # module-level code outside loops runs once
         self.findings.append(Finding(rule.code, message or rule.message, node, statement or self.statement, placement, fix))
-
-
-    # ------------------------------------------------------------------ bindings
-
-
-
-
-
-
-
-
     # ------------------------------------------------------------------ the walk
     def run(self) -> None:
         self._visit_body(self.module.body)
@@ -352,9 +344,13 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         self.statement = node
         self._rules(node)
         self._visit(node.iter)
-        loader_kind = self.kind(_iterated(node.iter))
-        over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS
-        host_items = loader_kind == tensors.HOST_LOADER or moves_items(node.body, target_names(node.target))
+        loader_kind = self.kind(iterated(node.iter))
+        moved = moves_items(node.body, target_names(node.target))
+        # a loop that moves its own items to the device iterates over batches, whatever its name
+        # (``for x, y in self.val_data: x = x.to(dev)``); not over a module's own tensors
+        over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS or (
+            moved and not iterates_own_tensors(node.iter))
+        host_items = loader_kind == tensors.HOST_LOADER or moved
         item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH
         self._bind_loop_target(node.target, node.iter, over_loader, item_kind)
         loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node, *self._guards_here())
@@ -422,6 +418,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, MetricSitesMixin, FrequencyMixin
         self._learn_from_call(node, func, qual)
         self._call_args = node.args
         ref = self._call_ref(func, qual)
+        if ref is not None:
+            self._record_arguments(ref, node.args)
         if ref is not None and (self.function is not None or self.loops):
             site = CallSite(self.placement(), ref, self.statement)
             self.calls.append(site)
@@ -491,10 +489,3 @@ _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.Lambda: ModuleAnalysis._lambda,
 }
 
-
-def _iterated(iterable: cst.BaseExpression) -> cst.BaseExpression:
-    """The loader under ``enumerate(loader)``, ``tqdm(loader)``, ``iter(loader)``."""
-    while isinstance(iterable, cst.Call) and iterable.args and iterable.args[0].keyword is None \
-            and dotted(iterable.func) in ("enumerate", "iter", "tqdm", "tqdm.tqdm"):
-        iterable = iterable.args[0].value
-    return iterable

@@ -14,6 +14,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.knowledge import frequency as facts
+from syncfree_lint.knowledge import torch_api
 
 STEP = "<step>"  # the owner of code that runs once per step by its own position
 
@@ -383,3 +384,18 @@ def _small_statements(body: cst.BaseSuite) -> List[cst.CSTNode]:
         elif isinstance(statement, cst.BaseSmallStatement):
             out.append(statement)
     return out
+
+
+def iterated(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """The loader under ``enumerate(loader)``, ``tqdm(loader)``, ``iter(loader)``."""
+    while isinstance(iterable, cst.Call) and iterable.args and iterable.args[0].keyword is None \
+            and dotted(iterable.func) in ("enumerate", "iter", "tqdm", "tqdm.tqdm"):
+        iterable = iterable.args[0].value
+    return iterable
+
+
+def iterates_own_tensors(iterable: cst.BaseExpression) -> bool:
+    """``model.parameters()``, ``self.buffers()``, ``m.named_parameters()``, ``state.values()``..."""
+    call = iterated(iterable)
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+        and call.func.attr.value in torch_api.OWN_TENSOR_ITERATORS

@@ -64,6 +64,12 @@ MODULE_METHODS_KEEP = frozenset({
     "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_",
     "apply", "type", "share_memory",
 })
+#: methods that iterate a model's (or a state mapping's) own tensors, not batches of data:
+#: a loop over them that moves each item is not a loop over a loader
+OWN_TENSOR_ITERATORS = frozenset({
+    "parameters", "buffers", "named_parameters", "named_buffers", "values", "items", "state_dict",
+    "children", "modules", "named_modules",
+})
 #: methods whose presence on a name proves it is an nn.Module
 MODULE_EVIDENCE_METHODS = frozenset({
     "parameters", "named_parameters", "named_modules", "modules", "train", "eval",

@@ -1,0 +1,116 @@
+"""Argument kinds flow into the parameters of a file's own functions (``analysis/arguments.py``),
+and the table of iterators over a model's own tensors (``knowledge/torch_api.OWN_TENSOR_ITERATORS``)."""
+from __future__ import annotations
+
+from typing import Dict
+
+import libcst as cst
+import pytest
+
+from syncfree_lint.analysis import tensors as T
+from syncfree_lint.analysis.arguments import Seeds, analyse
+from syncfree_lint.analysis.module import ModuleAnalysis
+from syncfree_lint.engine import lint_text
+from syncfree_lint.config import Config
+from syncfree_lint.knowledge import torch_api as api
+
+PRELUDE = 'import torch\nimport numpy\nx = torch.randn(3, device="cuda")\nn = numpy.ones(3)\n'
+
+
+def seeds_of(source: str) -> Seeds:
+    source = PRELUDE + source
+
+    def walk(kinds: Seeds) -> ModuleAnalysis:
+        analysis = ModuleAnalysis("t.py", source, cst.parse_module(source), [], frozenset(), parameter_kinds=kinds)
+        analysis.run()
+        return analysis
+
+    return analyse(walk).parameter_seeds()
+
+
+@pytest.mark.parametrize("source,expected", [
+    # one call passing a device tensor
+    ("def f(a):\n    pass\nf(x)\n", {"f": {"a": T.TENSOR}}),
+    # by keyword, and a keyword-only parameter
+    ("def f(a, *, b):\n    pass\nf(b=x, a=1.0)\n", {"f": {"a": T.NUMBER, "b": T.TENSOR}}),
+    # a device tensor at one call and an unknown value at another: the tensor call syncs
+    ("def f(a):\n    pass\nf(x)\nf(unknown)\n", {"f": {"a": T.TENSOR}}),
+    # a device tensor at one call and numpy at another: no agreement
+    ("def f(a):\n    pass\nf(x)\nf(n)\n", {}),
+    # host kinds need every call to agree and be known
+    ("def f(a):\n    pass\nf(n)\nf(unknown)\n", {}),
+    ("def f(a):\n    pass\nf(n)\nf(n * 2)\n", {"f": {"a": T.NUMPY}}),
+    # a parameter a call leaves to its default is unknown at that call
+    ("def f(a, b=None):\n    pass\nf(n)\nf(n, n)\n", {"f": {"a": T.NUMPY}}),
+    # positional arguments after *args are not known
+    ("def f(a, b):\n    pass\nf(*rest, x)\n", {}),
+    # methods called on self skip self; a static method does not
+    ("class C:\n    def m(self, a):\n        pass\n    def run(self):\n        self.m(x)\n", {"C.m": {"a": T.TENSOR}}),
+    ("class C:\n    @staticmethod\n    def m(a):\n        pass\n    def run(self):\n        self.m(x)\n", {"C.m": {"a": T.TENSOR}}),
+    # a helper's helper learns on the second walk
+    ("def g(b):\n    pass\ndef f(a):\n    g(a)\nf(x)\n", {"f": {"a": T.TENSOR}, "g": {"b": T.TENSOR}}),
+    # seeds are computed whatever the annotation; the walk prefers an annotation that names a kind
+    ("def f(a: int):\n    pass\nf(x)\n", {"f": {"a": T.TENSOR}}),
+])
+def test_parameter_seeds(source: str, expected: Dict[str, Dict[str, str]]) -> None:
+    assert seeds_of(source) == expected
+
+
+def _findings(source: str) -> list:
+    return sorted((d.code, d.line) for d in lint_text("t.py", source, Config()))
+
+
+STEP = (
+    "import torch\n"
+    "def show(v):\n"
+    "    print(f'{v:.3f}')\n"
+    "def train(model, loader, opt):\n"
+    "    for x in loader:\n"
+    "        loss = model(x.cuda()).sum()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        show({arg})\n"
+)
+
+
+@pytest.mark.parametrize("arg,expected", [
+    ("loss", [("SFL107", 3)]),          # the helper formats a device tensor every step
+    ("loss.item()", [("SFL101", 9)]),   # the read is at the call; the helper formats a number
+    ("float(loss)", [("SFL105", 9)]),
+])
+def test_a_helper_reports_what_the_step_passes_it(arg: str, expected: list) -> None:
+    assert _findings(STEP.replace("{arg}", arg)) == expected
+
+
+def test_a_number_annotation_does_not_hide_the_tensor_passed() -> None:
+    # annotations are not enforced: the value formatted is the tensor the step passed
+    source = STEP.replace("def show(v):", "def show(v: float):").replace("{arg}", "loss")
+    assert _findings(source) == [("SFL107", 3)]
+
+
+def test_a_tensor_annotation_wins_over_the_calls() -> None:
+    source = STEP.replace("def show(v):", "def show(v: torch.Tensor):").replace("{arg}", "loss.cpu().numpy()")
+    assert ("SFL107", 3) in _findings(source)
+
+
+@pytest.mark.parametrize("method", sorted(api.OWN_TENSOR_ITERATORS))
+def test_loops_over_own_tensors_are_not_loaders(method: str) -> None:
+    source = (
+        "import torch\n"
+        "def move(model, device):\n"
+        f"    for p in model.{method}():\n"
+        "        p = p.to(device)\n"
+        "        print(p.sum().item())\n"
+    )
+    assert _findings(source) == []
+
+
+def test_a_loop_that_moves_its_items_is_a_loader_loop() -> None:
+    source = (
+        "import torch\n"
+        "def evaluate(model, batches, device):\n"
+        "    for p in batches:\n"
+        "        p = p.to(device)\n"
+        "        print(model(p).sum().item())\n"
+    )
+    assert _findings(source) == [("SFL101", 5)]
