@@ -19,7 +19,7 @@ not seen here.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -30,8 +30,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
     from syncfree_lint.analysis.scope import FunctionFrame
 
-#: function qualname -> parameter name -> kind
+#: function qualname -> parameter name -> kind (and ``name + PASSED`` for a parameter some call sets)
 Seeds = Dict[str, Dict[str, str]]
+#: suffix of a seed key recording that a call passes the parameter a value other than ``False``:
+#: ``def run(x, naflex=False)`` called as ``run(x, naflex=mode)`` is a mode the caller chooses,
+#: not a switch that stays off
+PASSED = " passed"
+#: what the walk records for a literal ``False`` argument
+_LITERAL_FALSE = "False"
 #: (reference, positional kinds up to the first ``*args``, keyword kinds)
 _Record = Tuple[CallRef, Tuple[Optional[str], ...], Tuple[Tuple[str, Optional[str]], ...]]
 #: at most this many walks of one file (the first plus re-walks with new seeds)
@@ -43,6 +49,7 @@ class ArgumentsMixin:
 
     functions: Dict[str, "FunctionFrame"]
     argument_records: List[_Record]
+    unknown_reads: Set[Tuple[str, str]]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     resolve_local: Callable[[CallRef], List[str]]
 
@@ -57,10 +64,12 @@ class ArgumentsMixin:
                     break
                 positional.append(_UNKNOWN_REST)
                 break
+            value = arg.value
+            kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
             if arg.keyword is not None:
-                keywords.append((arg.keyword.value, self.kind(arg.value)))
+                keywords.append((arg.keyword.value, kind))
             elif not keywords:
-                positional.append(self.kind(arg.value))
+                positional.append(kind)
         self.argument_records.append((ref, tuple(positional), tuple(keywords)))
 
     def parameter_seeds(self) -> Seeds:
@@ -81,10 +90,12 @@ class ArgumentsMixin:
                             break
                         given.setdefault(name, positional[index])
                 for name in names + _keyword_only_names(frame):
-                    passed.setdefault((qualname, name), []).append(given.get(name))
+                    passed.setdefault((qualname, name), []).append(given.get(name, _MISSING))
         seeds: Seeds = {}
         for (qualname, name), kinds in passed.items():
-            seed = _agreed_kind(kinds)
+            if any(k not in (_MISSING, _LITERAL_FALSE) for k in kinds) and _defaults_to_false(self.functions[qualname], name):
+                seeds.setdefault(qualname, {})[name + PASSED] = PASSED
+            seed = _agreed_kind([tensors.OTHER if k == _LITERAL_FALSE else None if k == _MISSING else k for k in kinds])
             if seed is not None:
                 seeds.setdefault(qualname, {})[name] = seed
         return seeds
@@ -92,6 +103,8 @@ class ArgumentsMixin:
 
 #: a positional ``*args`` at the call: the parameters from here on are not known
 _UNKNOWN_REST = "*"
+#: a parameter a call leaves to its default
+_MISSING = "-"
 
 
 def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
@@ -123,13 +136,59 @@ def _keyword_only_names(frame: "FunctionFrame") -> List[str]:
     return [p.name.value for p in node.params.kwonly_params] if isinstance(node, cst.FunctionDef) else []
 
 
+def _defaults_to_false(frame: "FunctionFrame", name: str) -> bool:
+    node = frame.node
+    if not isinstance(node, cst.FunctionDef):
+        return False
+    params = list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)
+    return any(p.name.value == name and isinstance(p.default, cst.Name) and p.default.value == "False" for p in params)
+
+
+def worth_another_walk(analysis: "ModuleAnalysis", found: Seeds, used: Seeds) -> bool:
+    """Could the new seeds change a finding? Only in a file that has a step, only for a parameter
+    the walk read without knowing its kind (``unknown_reads``), and only through a kind that a
+    rule tells apart (a device tensor, or a host array that looks like one) or a switch a call
+    sets. Other seeds (numbers, modules) ride along when the file is walked again."""
+    candidates = [
+        qualname for qualname, kinds in found.items() for name, kind in kinds.items()
+        if kind in _DECISIVE and (qualname, name) in analysis.unknown_reads and used.get(qualname, {}).get(name) != kind
+    ]
+    if not candidates:
+        return False
+    reached = _reached_from_steps(analysis)
+    return any(qualname in reached for qualname in candidates)
+
+
+def _reached_from_steps(analysis: "ModuleAnalysis") -> Set[str]:
+    """Local functions that this file's own steps call, directly or through other local functions."""
+    calls: Dict[Optional[str], List[str]] = {}
+    reached: Set[str] = set()
+    for site in analysis.calls:
+        caller = site.placement.function
+        targets = analysis.resolve_local(site.ref)
+        if any(loop.is_step for loop in site.placement.loops) or (caller is not None and caller.is_step):
+            reached.update(targets)
+        calls.setdefault(caller.qualname if caller is not None else None, []).extend(targets)
+    frontier = list(reached)
+    while frontier:
+        for target in calls.get(frontier.pop(), ()):
+            if target not in reached:
+                reached.add(target)
+                frontier.append(target)
+    return reached
+
+
+#: kinds whose arrival in a parameter can change what the rules report
+_DECISIVE = tensors.DEVICE_TENSORS | {tensors.NUMPY, tensors.HOST_TENSOR, tensors.HOST_BATCH, PASSED}
+
+
 def analyse(walk: Callable[[Seeds], "ModuleAnalysis"]) -> "ModuleAnalysis":
     """Walk a file (``walk(seeds)`` builds and runs one analysis) until its parameter seeds settle."""
     seeds: Seeds = {}
     analysis = walk(seeds)
     for _ in range(MAX_WALKS - 1):
         found = analysis.parameter_seeds()
-        if found == seeds:
+        if not worth_another_walk(analysis, found, seeds):
             break
         seeds = found
         analysis = walk(seeds)

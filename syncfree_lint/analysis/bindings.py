@@ -7,7 +7,7 @@ functions (their return kinds) add what the walk knows.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -35,6 +35,7 @@ class BindingsMixin:
     """Name -> kind environments for ``ModuleAnalysis`` (which provides the attributes below)."""
 
     imports: ImportMap
+    unknown_reads: Set[Tuple[str, str]]
     function: Optional["FunctionFrame"]
     class_frame: Optional["ClassFrame"]
     classes: Dict[str, "ClassFrame"]
@@ -55,7 +56,10 @@ class BindingsMixin:
     def lookup(self, name: str) -> Optional[str]:
         for env in reversed(self._envs):
             if name in env:
-                return env[name]
+                kind = env[name]
+                if kind is None and self.function is not None:
+                    self.unknown_reads.add((self.function.qualname, name))  # a seed could tell (``arguments``)
+                return kind
         if name.startswith("self.") and self.class_frame is not None:
             return self.class_frame.attrs.get(name)
         return None

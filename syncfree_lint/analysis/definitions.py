@@ -11,6 +11,7 @@ from typing import Callable, Dict, List, Optional, Set
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
@@ -70,8 +71,9 @@ class DefinitionsMixin:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
             if param.default is not None:
                 self._visit(param.default)
-                if isinstance(param.default, cst.Name) and param.default.value == "False":
-                    env[pname + OFF_BY_DEFAULT] = tensors.OTHER  # `save_errors=False`: an opt-in switch
+                if isinstance(param.default, cst.Name) and param.default.value == "False" \
+                        and pname + PASSED not in self.parameter_kinds.get(qualname, {}):
+                    env[pname + OFF_BY_DEFAULT] = tensors.OTHER  # `dump=False` no call sets: an opt-in switch
                 if isinstance(param.default, cst.Integer) and param.default.value == "1":
                     env[pname + EVERY_STEP] = tensors.NUMBER  # `period=1`: every step unless configured
         self._prefix.append(name)

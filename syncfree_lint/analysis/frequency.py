@@ -17,6 +17,7 @@ from syncfree_lint.analysis.scope import (
     FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_equality_guard, is_flag_guard,
     is_host_branch, is_memo_guard, is_opt_in_call,
 )
+from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT, REMAINDER
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.options import off_by_default
@@ -29,6 +30,7 @@ class FrequencyMixin:
     """Placement and guards for ``ModuleAnalysis`` (which provides the attributes below)."""
 
     function: Optional[FunctionFrame]
+    unknown_reads: Set[Tuple[str, str]]
     loops: List[LoopFrame]
     guard_depth: int
     uses_accelerator: bool
@@ -80,7 +82,10 @@ class FrequencyMixin:
                 and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
             test = test.left
         if isinstance(test, cst.Name):
-            return self.lookup(test.value + OFF_BY_DEFAULT) is not None
+            switch = self.lookup(test.value + OFF_BY_DEFAULT) is not None
+            if switch and self.function is not None:
+                self.unknown_reads.add((self.function.qualname, test.value + PASSED))  # unless a call sets it
+            return switch
         if not isinstance(test, cst.Attribute):
             return False
         if self._off_options is None:

@@ -11,7 +11,6 @@ type; they ask this object the shared questions (``kind``, ``qualname``, ``place
 from __future__ import annotations
 
 import ast
-import dataclasses
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
@@ -25,6 +24,7 @@ from syncfree_lint.analysis.filefacts import CallSite, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.metrics import MetricSite, MetricSitesMixin
+from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, is_early_exit, is_negated_flag, is_step_marker, iterated,
     iterates_own_tensors, mentions_loader, moves_items, target_names,
@@ -34,38 +34,6 @@ from syncfree_lint.knowledge import frequency as facts
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.rules.base import Rule
-
-# fields that never hold code worth visiting (whitespace, punctuation)
-_SKIP_FIELDS = frozenset({
-    "lpar", "rpar", "comma", "semicolon", "colon", "equal", "star", "dot", "leading_lines",
-    "lines_after_decorators", "header", "footer", "newline", "trailing_whitespace",
-    "operator", "lbracket", "rbracket", "lbrace", "rbrace", "asynchronous", "arrow",
-    "whitespace_after_at", "default_comma", "relative", "quote", "prefix", "start", "end",
-    "attr", "keyword",  # names that are not reads of a variable
-})
-_FIELD_CACHE: Dict[type, Tuple[str, ...]] = {}
-
-
-_NODE_TYPES: Dict[type, bool] = {}
-
-
-def _is_node(cls: type) -> bool:
-    """``issubclass(cls, CSTNode)``, cached: abc checks are slow on this hot path."""
-    known = _NODE_TYPES.get(cls)
-    if known is None:
-        known = _NODE_TYPES[cls] = issubclass(cls, cst.CSTNode)
-    return known
-
-
-def _fields(cls: type) -> Tuple[str, ...]:
-    names = _FIELD_CACHE.get(cls)
-    if names is None:
-        names = tuple(
-            f.name for f in dataclasses.fields(cls)
-            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
-        )
-        _FIELD_CACHE[cls] = names
-    return names
 
 
 class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin):
@@ -98,6 +66,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.opt_in_words = tuple(opt_in_words)
         self.parameter_kinds: Seeds = parameter_kinds or {}  # what this file's calls pass (``arguments``)
         self.argument_records: List[Any] = []
+        self.unknown_reads: Set[Tuple[str, str]] = set()  # (function, name) read with no kind known
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")
         self.imports = ImportMap(module_name, is_package)
@@ -202,14 +171,14 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
 
     def _children(self, node: cst.CSTNode) -> None:
         visit = self._visit
-        for name in _fields(type(node)):
+        for name in code_fields(type(node)):
             value = getattr(node, name)
             kind = type(value)
             if kind is tuple or kind is list:
                 for child in value:
-                    if _is_node(type(child)):
+                    if is_node(type(child)):
                         visit(child)
-            elif _is_node(kind):
+            elif is_node(kind):
                 visit(value)
 
     def _rules(self, node: cst.CSTNode) -> None:

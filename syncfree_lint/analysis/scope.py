@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.nodes import code_children
 from syncfree_lint.knowledge import frequency as facts
 from syncfree_lint.knowledge import torch_api
 
@@ -138,7 +139,7 @@ def contains_step_marker(node: cst.CSTNode, qualname: "Callable[[cst.BaseExpress
             qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
             if is_step_marker(current, qual):
                 return True
-        stack.extend(current.children)
+        stack.extend(code_children(current))
     return False
 
 
@@ -203,7 +204,7 @@ def moves_items(body: cst.CSTNode, names: Set[str]) -> bool:
             names |= target_names(node.target)
         elif isinstance(node, cst.Call):
             calls.append(node)
-        stack.extend(node.children)
+        stack.extend(code_children(node))
     for call in calls:
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _root_name(func.value) in names:

@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 
 from syncfree_lint.analysis import tensors as T
-from syncfree_lint.analysis.arguments import Seeds, analyse
+from syncfree_lint.analysis.arguments import PASSED, Seeds, analyse
 from syncfree_lint.analysis.module import ModuleAnalysis
 from syncfree_lint.engine import lint_text
 from syncfree_lint.config import Config
@@ -25,7 +25,8 @@ def seeds_of(source: str) -> Seeds:
         analysis.run()
         return analysis
 
-    return analyse(walk).parameter_seeds()
+    seeds = analyse(walk).parameter_seeds()
+    return {q: {k: v for k, v in kinds.items() if not k.endswith(PASSED)} for q, kinds in seeds.items()}
 
 
 @pytest.mark.parametrize("source,expected", [
@@ -47,13 +48,16 @@ def seeds_of(source: str) -> Seeds:
     # methods called on self skip self; a static method does not
     ("class C:\n    def m(self, a):\n        pass\n    def run(self):\n        self.m(x)\n", {"C.m": {"a": T.TENSOR}}),
     ("class C:\n    @staticmethod\n    def m(a):\n        pass\n    def run(self):\n        self.m(x)\n", {"C.m": {"a": T.TENSOR}}),
-    # a helper's helper learns on the second walk
-    ("def g(b):\n    pass\ndef f(a):\n    g(a)\nf(x)\n", {"f": {"a": T.TENSOR}, "g": {"b": T.TENSOR}}),
+    # a helper's helper learns on the second walk, in a file that has a step
+    ("def g(b):\n    pass\ndef f(a):\n    g(a)\ndef step(opt):\n    x.backward()\n    opt.step()\n    f(x)\n",
+     {"f": {"a": T.TENSOR}, "g": {"b": T.TENSOR}}),
+    # ... and not in a file without one (nothing there runs per step)
+    ("def g(b):\n    pass\ndef f(a):\n    g(a)\nf(x)\n", {"f": {"a": T.TENSOR}}),
     # seeds are computed whatever the annotation; the walk prefers an annotation that names a kind
     ("def f(a: int):\n    pass\nf(x)\n", {"f": {"a": T.TENSOR}}),
 ])
 def test_parameter_seeds(source: str, expected: Dict[str, Dict[str, str]]) -> None:
-    assert seeds_of(source) == expected
+    assert {q: k for q, k in seeds_of(source).items() if k} == expected
 
 
 def _findings(source: str) -> list:
@@ -114,3 +118,27 @@ def test_a_loop_that_moves_its_items_is_a_loader_loop() -> None:
         "        print(model(p).sum().item())\n"
     )
     assert _findings(source) == [("SFL101", 5)]
+
+
+SWITCH = (
+    "import torch\n"
+    "def step(model, x, opt, dump=False):\n"
+    "    loss = model(x.cuda()).sum()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    if dump:\n"
+    "        print(loss.item())\n"
+    "def train(model, loader, opt, mode):\n"
+    "    for x in loader:\n"
+    "        {call}\n"
+)
+
+
+@pytest.mark.parametrize("call,reported", [
+    ("step(model, x, opt)", False),              # off by default and never set: an opt-in switch
+    ("step(model, x, opt, dump=False)", False),
+    ("step(model, x, opt, dump=mode)", True),    # a mode the caller chooses: the branch may run every step
+    ("step(model, x, opt, mode)", True),
+])
+def test_a_false_default_is_a_switch_unless_a_call_sets_it(call: str, reported: bool) -> None:
+    assert (("SFL101", 7) in _findings(SWITCH.replace("{call}", call))) is reported

@@ -1,0 +1,55 @@
+"""Fast traversal of libcst nodes: the children that can hold code.
+
+libcst's ``node.children`` runs a visitor over every field, whitespace included; the walk and
+the small scans over a loop body (``scope.moves_items``, ``contains_step_marker``) only need the
+fields that hold expressions and statements, found once per node class.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Iterator, Tuple
+
+import libcst as cst
+
+#: fields that never hold code worth visiting (whitespace, punctuation, names that are not reads)
+SKIP_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "semicolon", "colon", "equal", "star", "dot", "leading_lines",
+    "lines_after_decorators", "header", "footer", "newline", "trailing_whitespace",
+    "operator", "lbracket", "rbracket", "lbrace", "rbrace", "asynchronous", "arrow",
+    "whitespace_after_at", "default_comma", "relative", "quote", "prefix", "start", "end",
+    "attr", "keyword",
+})
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_NODE_TYPES: Dict[type, bool] = {}
+
+
+def is_node(cls: type) -> bool:
+    """``issubclass(cls, CSTNode)``, cached: abc checks are slow on this hot path."""
+    known = _NODE_TYPES.get(cls)
+    if known is None:
+        known = _NODE_TYPES[cls] = issubclass(cls, cst.CSTNode)
+    return known
+
+
+def code_fields(cls: type) -> Tuple[str, ...]:
+    """The fields of a node class that may hold code, in source order."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls)
+            if f.name not in SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+    return names
+
+
+def code_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The child nodes of ``node`` that may hold code (``Attribute.attr`` and keywords aside)."""
+    for name in code_fields(type(node)):
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is tuple or kind is list:
+            for child in value:
+                if is_node(type(child)):
+                    yield child
+        elif is_node(kind):
+            yield value
