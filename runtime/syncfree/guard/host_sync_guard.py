@@ -129,6 +129,11 @@ class HostSyncGuard:
         )
 
     # ---- recording (called by the back ends)
+    def record(self, kind: str, op: str, detail: str = "") -> None:
+        """Record a sync that no back end can see (a stand-in for ``torch.cuda.synchronize()``),
+        at the caller's user line."""
+        self._record(kind, op, detail)
+
     def _record(self, kind: str, op: str, detail: str = "", source: str = "op") -> None:
         frame, child = user_frame(sys._getframe(1))
         if child is not None and child is self._last_child:
