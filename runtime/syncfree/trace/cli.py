@@ -35,6 +35,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if run.error is not None:
+        traceback.print_exception(run.error, file=sys.stderr)
     out = sys.__stdout__ or sys.stdout
     out.write("\n" + render(run.result))
     if args.json:
@@ -48,7 +50,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         out.write("\n" + render_join(join(findings, run.result.sites)))
     out.flush()
     if run.error is not None:
-        traceback.print_exception(run.error, file=sys.stderr)
         return 1
     if run.exit_code not in (None, 0):
         return run.exit_code if isinstance(run.exit_code, int) else 1

@@ -3,18 +3,34 @@
 While active, ``device="cuda"`` arguments, ``Tensor.to("cuda")``/``Module.to``, ``.cuda()`` and
 ``torch.device("cuda")`` objects handed to torch go to the stand-in (``cpu:0``), and
 ``torch.cuda.is_available()`` answers True (``device_count`` 1, ``current_device`` 0,
-``set_device`` does nothing, ``synchronize()`` is recorded as the sync it would be).  The script's
+``set_device`` does nothing, ``is_bf16_supported`` False, ``synchronize()`` is recorded as the sync it would be); so does
+``torch.accelerator.is_available()``, whose ``current_accelerator()`` is then ``cuda``.  These
+answers go to the user's code only: torch and the other libraries (``guard.frames``) calling the
+same functions get the true answers, so their internals do not reach for a missing GPU.  The script's
 logic is unchanged; only where its tensors live.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ..guard.frames import is_library
 from ..guard.tags import STAND_IN
+
+
+def _for_user_code(original: Callable[..., Any], replacement: Callable[..., Any]) -> Callable[..., Any]:
+    """``replacement`` when called from the user's code, ``original`` from library code."""
+
+    def call(*args, **kwargs):
+        if is_library(sys._getframe(1).f_code.co_filename):
+            return original(*args, **kwargs)
+        return replacement(*args, **kwargs)
+
+    return call
 
 
 def _is_cuda(value: Any) -> bool:
@@ -51,7 +67,7 @@ class CudaOnStandIn:
     def __init__(self, record_synchronize: Callable[[], None]) -> None:
         self._record_synchronize = record_synchronize
         self._mode = _CudaToStandIn()
-        self._saved: dict[str, Any] = {}
+        self._saved: dict[tuple[Any, str], Any] = {}
 
     def _replacements(self) -> dict[str, Any]:
         def synchronize(device=None):
@@ -62,13 +78,31 @@ class CudaOnStandIn:
             "device_count": lambda: 1,
             "current_device": lambda: 0,
             "set_device": lambda device: None,
+            "is_bf16_supported": lambda *args, **kwargs: False,  # the stand-in runs float32
+            "synchronize": synchronize,
+        }
+
+    def _accelerator_replacements(self) -> dict[str, Any]:
+        def synchronize(device=None):
+            self._record_synchronize()
+
+        return {
+            "is_available": lambda *args, **kwargs: True,
+            "current_accelerator": lambda *args, **kwargs: torch.device("cuda"),
+            "device_count": lambda: 1,
             "synchronize": synchronize,
         }
 
     def __enter__(self) -> CudaOnStandIn:
-        for name, value in self._replacements().items():
-            self._saved[name] = getattr(torch.cuda, name)
-            setattr(torch.cuda, name, value)
+        patches = [(torch.cuda, self._replacements())]
+        accelerator = getattr(torch, "accelerator", None)
+        if accelerator is not None:
+            patches.append((accelerator, self._accelerator_replacements()))
+        for module, replacements in patches:
+            for name, value in replacements.items():
+                if hasattr(module, name):
+                    original = self._saved[(module, name)] = getattr(module, name)
+                    setattr(module, name, _for_user_code(original, value))
         self._mode.__enter__()
         return self
 
@@ -76,7 +110,7 @@ class CudaOnStandIn:
         try:
             self._mode.__exit__(None, None, None)
         finally:
-            for name, value in self._saved.items():
-                setattr(torch.cuda, name, value)
+            for (module, name), value in self._saved.items():
+                setattr(module, name, value)
             self._saved.clear()
         return False

@@ -30,6 +30,7 @@ class TraceResult:
     sites: tuple[Site, ...]
     stopped: bool  # the run was ended after --steps
     notes: tuple[str, ...] = ()
+    failed: bool = False  # the script raised an exception
 
     @property
     def total_per_step(self) -> float:
@@ -39,7 +40,9 @@ class TraceResult:
         return {"mode": self.mode, "steps": self.steps, "sites": [asdict(s) for s in self.sites]}
 
 
-def collect(counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...] = ()) -> TraceResult:
+def collect(
+    counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...] = (), failed: bool = False
+) -> TraceResult:
     """Sites sorted by syncs per step (most first), then by file and line."""
     steps = counter.counted
     sites = []
@@ -50,7 +53,7 @@ def collect(counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...]
         per_step = round(count / steps, 4) if steps else 0.0
         sites.append(Site(file, line, kind, count, per_step, wait))
     sites.sort(key=lambda s: (-s.count, s.file, s.line, s.kind))
-    return TraceResult(mode, steps, tuple(sites), counter.stopped, notes)
+    return TraceResult(mode, steps, tuple(sites), counter.stopped, notes, failed)
 
 
 def display_path(path: str) -> str:
@@ -77,6 +80,8 @@ def render(result: TraceResult) -> str:
     """The report table: one row per site, most syncs per step first, then the total."""
     lines = [f"syncfree.trace: mode {MODE_TEXT.get(result.mode, result.mode)}"]
     how = "stopped after --steps" if result.stopped else "ran to the end"
+    if result.failed:
+        how = "the script failed; counts cover the steps before the error"
     lines.append(f"{result.steps} optimizer steps counted ({how})")
     lines.extend(f"note: {n}" for n in result.notes)
     if not result.sites:

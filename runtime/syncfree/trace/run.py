@@ -30,14 +30,13 @@ class TraceRun:
 
 
 def _user_files(script: str) -> tuple[str, ...]:
-    """The script and the user modules it loaded from its own folder (not installed packages)."""
-    folder = os.path.dirname(script) + os.sep
+    """The script and the user modules it loaded (not library code, not installed packages)."""
     found = {script}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        if path and path.endswith(".py"):
-            path = os.path.abspath(path)
-            if path.startswith(folder) and not is_library(path) and "site-packages" not in path:
+        if path and path.endswith(".py") and os.path.isabs(path) and os.path.isfile(path):
+            installed = f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path
+            if not installed and not is_library(path):
                 found.add(path)
     return tuple(sorted(found))
 
@@ -93,6 +92,6 @@ def trace_script(
         notes.append(
             f"only {counter.seen} optimizer steps ran: the first one ends the set-up, then --warmup {warmup}"
         )
-    result = collect(counter, mode, timing and on_cuda, tuple(notes))
+    result = collect(counter, mode, timing and on_cuda, tuple(notes), failed=error is not None)
     touched = set(_user_files(path)) | {s.file for s in result.sites if os.path.isfile(s.file)}
     return TraceRun(result, exit_code, error, tuple(sorted(touched)))
