@@ -38,7 +38,7 @@ def trace(tmp_path, *args, script_args=()):
 def traced(tmp_path_factory):
     out = tmp_path_factory.mktemp("trace") / "sites.json"
     done = trace(
-        None, "--steps", "10", "--warmup", "2", "--json", str(out), "--lint",
+        None, "--steps", "10", "--warmup", "2", "--json", str(out), "--lint", "--timing",
         script_args=["--steps", "40", "--log-every", "5"],
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -76,6 +76,7 @@ def test_per_step_counts(traced):
 
 def test_report_table_sorted_with_total(traced):
     stdout, _ = traced
+    assert "note: --timing measures the host wait on CUDA only" in stdout
     assert "mode stand-in" in stdout and "10 optimizer steps counted (stopped after --steps)" in stdout
     rows = [line for line in stdout.splitlines() if line.startswith("fixtures/trace/train_tiny.py:")]
     per_step = [float(row.split()[-2]) for row in rows]
@@ -159,3 +160,25 @@ def test_step_counter_rejects_bad_arguments():
         StepCounter(_Events(), warmup=-1)
     with pytest.raises(ValueError, match="--steps"):
         StepCounter(_Events(), steps=0)
+
+
+def test_cuda_answers_go_to_user_code_only():
+    from syncfree.trace.cuda_map import CudaOnStandIn
+
+    library = {}
+    # a function whose code claims to live inside torch: library code, as torch's own callers are
+    exec(compile("def ask():\n    return torch.cuda.is_available()", torch.__file__, "exec"), {"torch": torch}, library)
+    truth = torch.cuda.is_available()
+    synced = []
+    with CudaOnStandIn(lambda: synced.append(1)):
+        assert torch.cuda.is_available() is True
+        assert library["ask"]() is truth
+        x = torch.zeros(2, device="cuda")
+        torch.cuda.synchronize()
+    assert x.device == torch.device("cpu") and synced == [1]
+    assert torch.cuda.is_available() is truth  # restored
+
+
+def test_the_runtime_never_imports_the_linter():
+    code = "import sys, syncfree.trace.cli; assert not {'libcst', 'syncfree_lint'} & set(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
