@@ -1,5 +1,6 @@
-"""Run `python -m syncfree.trace --lint` on three real training scripts of the dev corpus, on the CPU
+"""Run `python -m syncfree.trace --lint` on four real training scripts of the dev corpus, on the CPU
 stand-in with tiny settings and tiny local data in a scratch folder, and save the reports.
+(Lightning's WikiText2 demo imports `requests` even when its data file is there: pip install requests.)
 
     python benchmarks/trace_corpus.py --corpus /work/corpus --out benchmarks/results/trace_corpus.txt
 
@@ -80,6 +81,16 @@ def mingpt(corpus: Path, scratch: Path) -> tuple[list[str], Path, dict]:
     return args, run, {"PYTHONPATH": str(source)}
 
 
+def lightning_transformer(corpus: Path, scratch: Path) -> tuple[list[str], Path, dict]:
+    """pytorch-lightning examples/pytorch/basics/transformer.py, Trainer(accelerator="auto"), unchanged;
+    its WikiText2 demo reads ./data/wikitext-2.txt (here wikitext-2's valid.txt)."""
+    run = scratch / "lightning"
+    (run / "data").mkdir(parents=True, exist_ok=True)
+    source = corpus / "pytorch-examples" / "word_language_model" / "data" / "wikitext-2" / "valid.txt"
+    shutil.copyfile(source, run / "data" / "wikitext-2.txt")
+    return [str(corpus / "pytorch-lightning" / "examples" / "pytorch" / "basics" / "transformer.py")], run, {}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=Path("/work/corpus"))
@@ -87,9 +98,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/trace_corpus.txt"))
     opts = parser.parse_args()
     sections = []
-    for setup in (word_language_model, nanogpt, mingpt):
+    for setup in (word_language_model, nanogpt, mingpt, lightning_transformer):
         args, cwd, extra_env = setup(opts.corpus, opts.scratch)
         cmd = TRACE + args
+        if setup is lightning_transformer:  # 6.8M parameters: fewer steps on the CPU
+            cmd = [*TRACE[:5], "10", *TRACE[6:], *args]
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="", **extra_env)
         start = time.perf_counter()
         done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
@@ -106,7 +119,7 @@ def main() -> int:
         sections.append("\n".join(header) + "\n\n" + report)
         print(sections[-1], flush=True)
     opts.out.write_text(
-        "# python -m syncfree.trace --lint on three corpus scripts (CPU stand-in), "
+        "# python -m syncfree.trace --lint on four corpus scripts (CPU stand-in), "
         f"made by: python benchmarks/trace_corpus.py --corpus {opts.corpus}\n\n" + "\n".join(sections),
         encoding="utf-8",
     )

@@ -162,7 +162,7 @@ def test_step_counter_rejects_bad_arguments():
         StepCounter(_Events(), steps=0)
 
 
-def test_cuda_answers_go_to_user_code_only():
+def test_cuda_answers_go_to_the_script_not_to_torch():
     from syncfree.trace.cuda_map import CudaOnStandIn
 
     library = {}

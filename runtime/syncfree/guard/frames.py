@@ -47,6 +47,7 @@ class LibraryPaths:
     def __init__(self) -> None:
         torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
         syncfree_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+        self.torch_dir = torch_dir
         self.libraries: tuple[str, ...] = (torch_dir, syncfree_dir)
         self.stdlib = _stdlib_dirs()
         self.is_library = functools.lru_cache(maxsize=4096)(self._is_library)
@@ -80,6 +81,16 @@ def add_library(*names: str) -> None:
     user's line that called into them (as for torch). torchmetrics, Lightning and accelerate are
     included by default."""
     LIBRARIES.add(*names)
+
+
+def is_torch(filename: str) -> bool:
+    """Whether ``filename`` is torch's own source (or the standard library's)."""
+    if filename.startswith("<frozen"):
+        return True
+    path = os.path.abspath(filename) if not filename.startswith("<") else filename
+    return path.startswith(LIBRARIES.torch_dir) or any(
+        path.startswith(p) and "-packages" not in path[len(p):] for p in LIBRARIES.stdlib
+    )
 
 
 def is_library(filename: str) -> bool:

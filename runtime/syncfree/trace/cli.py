@@ -37,7 +37,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     if run.error is not None:
         traceback.print_exception(run.error, file=sys.stderr)
-    out = sys.__stdout__ or sys.stdout
+    out = sys.__stdout__ or sys.stdout  # the script may have replaced sys.stdout
     out.write("\n" + render(run.result))
     if args.json:
         write_json(run.result, args.json)

@@ -5,8 +5,8 @@ While active, ``device="cuda"`` arguments, ``Tensor.to("cuda")``/``Module.to``, 
 ``torch.cuda.is_available()`` answers True (``device_count`` 1, ``current_device`` 0,
 ``set_device`` does nothing, ``is_bf16_supported`` False, ``synchronize()`` is recorded as the sync it would be); so does
 ``torch.accelerator.is_available()``, whose ``current_accelerator()`` is then ``cuda``.  These
-answers go to the user's code only: torch and the other libraries (``guard.frames``) calling the
-same functions get the true answers, so their internals do not reach for a missing GPU.  The script's
+answers go to the user's code and the training libraries that pick a device for it (Lightning,
+accelerate); torch itself gets the true answers, so its internals do not reach for a missing GPU.  The script's
 logic is unchanged; only where its tensors live.
 """
 
@@ -18,15 +18,15 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..guard.frames import is_library
+from ..guard.frames import is_torch
 from ..guard.tags import STAND_IN
 
 
 def _for_user_code(original: Callable[..., Any], replacement: Callable[..., Any]) -> Callable[..., Any]:
-    """``replacement`` when called from the user's code, ``original`` from library code."""
+    """``replacement`` when called from outside torch, ``original`` from torch's own code."""
 
     def call(*args, **kwargs):
-        if is_library(sys._getframe(1).f_code.co_filename):
+        if is_torch(sys._getframe(1).f_code.co_filename):
             return original(*args, **kwargs)
         return replacement(*args, **kwargs)
 
@@ -79,6 +79,8 @@ class CudaOnStandIn:
             "current_device": lambda: 0,
             "set_device": lambda device: None,
             "is_bf16_supported": lambda *args, **kwargs: False,  # the stand-in runs float32
+            "get_device_capability": lambda *args, **kwargs: (0, 0),  # no tensor cores to tune for
+            "get_device_name": lambda *args, **kwargs: f"syncfree stand-in ({STAND_IN})",
             "synchronize": synchronize,
         }
 

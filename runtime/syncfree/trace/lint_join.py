@@ -80,8 +80,9 @@ def statement_spans(path: str) -> dict[int, tuple[int, int]]:
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
             last = max(first, body[0].lineno - 1)
-            if node.decorator_list if hasattr(node, "decorator_list") else False:
-                first = min(d.lineno for d in node.decorator_list)  # type: ignore[attr-defined]
+            decorators = getattr(node, "decorator_list", None)
+            if decorators:
+                first = min(d.lineno for d in decorators)
         for line in range(first, last + 1):
             spans[line] = (first, last)
     return spans
