@@ -182,3 +182,86 @@ def test_cuda_answers_go_to_the_script_not_to_torch():
 def test_the_runtime_never_imports_the_linter():
     code = "import sys, syncfree.trace.cli; assert not {'libcst', 'syncfree_lint'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+CUDA_CALLS = """
+import torch
+
+assert torch.cuda.is_available()
+model = torch.nn.Linear(3, 1).cuda()
+opt = torch.optim.Adam(model.parameters())
+for step in range(8):
+    x = torch.randn(2, 3).cuda(non_blocking=True)
+    model(x).sum().backward()
+    opt.step()
+    torch.cuda.synchronize()  # SYNCHRONIZE
+    mask = torch.ones(2, dtype=torch.bool, device=torch.device("cuda"))
+    x[mask].sum()  # MASK
+    if step == 5:
+        raise RuntimeError("the script's own error")
+"""
+
+
+def test_cuda_calls_run_on_the_stand_in_and_a_failure_keeps_the_counts(tmp_path):
+    script = tmp_path / "cuda_calls.py"
+    script.write_text(CUDA_CALLS, encoding="utf-8")
+    out = tmp_path / "sites.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "syncfree.trace", "--json", str(out), str(script)],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+    )
+    assert done.returncode == 1 and "the script's own error" in done.stderr
+    assert "the script failed; counts cover the steps before the error" in done.stdout
+    data = json.loads(out.read_text(encoding="utf-8"))
+    lines = CUDA_CALLS.splitlines()
+    by_kind = {s["kind"]: s for s in data["sites"]}
+    assert by_kind["synchronize"]["line"] == next(i for i, t in enumerate(lines, 1) if t.endswith("# SYNCHRONIZE"))
+    assert by_kind["dynamic-shape"]["line"] == next(i for i, t in enumerate(lines, 1) if t.endswith("# MASK"))
+    # six steps ran; the first closes the set-up; the sixth iteration's syncs come after its step
+    assert data["steps"] == 5
+    assert by_kind["synchronize"]["per_step"] == pytest.approx(1.0)
+    assert set(by_kind) == {"synchronize", "dynamic-shape"}  # .cuda(non_blocking=True) is no sync
+
+
+def test_a_script_without_optimizer_steps_says_so(tmp_path):
+    script = tmp_path / "no_steps.py"
+    script.write_text("import torch\nprint(torch.ones(2, device='cuda').sum().item())\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "syncfree.trace", str(script)],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "never called optimizer.step()" in done.stdout and "0 optimizer steps counted" in done.stdout
+
+
+def test_join_matches_by_statement_and_sets_construction_rules_aside(tmp_path):
+    from syncfree.trace.lint_join import Finding, join
+    from syncfree.trace.report import Site
+
+    src = tmp_path / "train.py"
+    src.write_text(
+        "import torch\n"
+        "for step in range(3):\n"
+        "    total = (\n"
+        "        loss.item()\n"
+        "    )\n"
+        "    seen = metric.update(loss)\n"
+        "    rare = x.cpu()\n",
+        encoding="utf-8",
+    )
+    f = str(src)
+    findings = [
+        Finding("SFL101", f, 3, "item"),  # the linter points at the statement's first line
+        Finding("SFL304", f, 6, "built with NaN checks"),
+        Finding("SFL102", f, 7, "cpu"),
+    ]
+    sites = (
+        Site(f, 4, "item", 10, 1.0, None),  # the trace sees the call's own line
+        Site(f, 6, "item", 10, 1.0, None),
+        Site(f, 7, "d2h", 1, 0.1, None),
+    )
+    result = join(findings, sites)
+    assert [(x.line, r) for x, r in result.confirmed] == [(3, 1.0)]
+    assert [(x.line, r) for x, r in result.not_seen] == [(7, 0.1)]
+    assert [x.code for x in result.elsewhere] == ["SFL304"]
+    assert [(line, kind) for _, line, kind, _ in result.missed] == [(6, "item")]
