@@ -1,0 +1,104 @@
+"""The trace's result: sync sites with their rate per step, as a table or as JSON."""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from .steps import StepCounter
+
+
+@dataclass(frozen=True)
+class Site:
+    """A source line that made host syncs of one kind during the counted steps."""
+
+    file: str
+    line: int
+    kind: str
+    count: int
+    per_step: float
+    wait_ms: Optional[float]  # host time blocked per step; None where not measured
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    mode: str  # "cuda" or "stand-in"
+    steps: int
+    sites: tuple[Site, ...]
+    stopped: bool  # the run was ended after --steps
+    notes: tuple[str, ...] = ()
+    failed: bool = False  # the script raised an exception
+
+    @property
+    def total_per_step(self) -> float:
+        return sum(s.per_step for s in self.sites)
+
+    def to_json(self) -> dict:
+        return {"mode": self.mode, "steps": self.steps, "sites": [asdict(s) for s in self.sites]}
+
+
+def collect(
+    counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...] = (), failed: bool = False
+) -> TraceResult:
+    """Sites sorted by syncs per step (most first), then by file and line."""
+    steps = counter.counted
+    sites = []
+    for (file, line, kind), count in counter.counts.items():
+        wait = None
+        if timed:
+            wait = round(1000.0 * counter.wait_s.get((file, line), 0.0) / steps, 3) if steps else 0.0
+        per_step = round(count / steps, 4) if steps else 0.0
+        sites.append(Site(file, line, kind, count, per_step, wait))
+    sites.sort(key=lambda s: (-s.count, s.file, s.line, s.kind))
+    return TraceResult(mode, steps, tuple(sites), counter.stopped, notes, failed)
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the working folder when inside it."""
+    if path.startswith("<"):
+        return path
+    rel = os.path.relpath(path)
+    return path if rel.startswith(os.pardir) else rel
+
+
+def _code(file: str, line: int, width: int = 60) -> str:
+    text = linecache.getline(file, line).strip()
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+MODE_TEXT = {
+    "cuda": "CUDA (sync debug mode + CUDA trace hooks)",
+    "stand-in": "stand-in: no CUDA here, so 'cuda' ran on the CPU stand-in device cpu:0 "
+    "(syncs are the ones a GPU run would make; no wait is measured)",
+}
+
+
+def render(result: TraceResult) -> str:
+    """The report table: one row per site, most syncs per step first, then the total."""
+    lines = [f"syncfree.trace: mode {MODE_TEXT.get(result.mode, result.mode)}"]
+    how = "stopped after --steps" if result.stopped else "ran to the end"
+    if result.failed:
+        how = "the script failed; counts cover the steps before the error"
+    lines.append(f"{result.steps} optimizer steps counted ({how})")
+    lines.extend(f"note: {n}" for n in result.notes)
+    if not result.sites:
+        lines.append("no host sync in the counted steps")
+        return "\n".join(lines) + "\n"
+    rows = [("site", "code", "kind", "syncs/step", "wait ms/step")]
+    for s in result.sites:
+        wait = "-" if s.wait_ms is None else f"{s.wait_ms:.3f}"
+        rows.append((f"{display_path(s.file)}:{s.line}", _code(s.file, s.line), s.kind, f"{s.per_step:.2f}", wait))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for r in rows:
+        lines.append("  ".join(r[i].ljust(widths[i]) if i < 3 else r[i].rjust(widths[i]) for i in range(5)).rstrip())
+    lines.append(f"total: {result.total_per_step:.2f} host syncs per step")
+    return "\n".join(lines) + "\n"
+
+
+def write_json(result: TraceResult, path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result.to_json(), f, indent=2)
+        f.write("\n")
