@@ -24,19 +24,16 @@ from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
+from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
 from syncfree_lint.project import ProjectIndex, context_files
-from syncfree_lint.rules import ALL_RULES, DEFAULTS, TRACKERS
+from syncfree_lint.rules import ALL_RULES, DEFAULTS
 from syncfree_lint.parse import newer_syntax_possible, on_parse_thread, parse_module, syntax_error
 from syncfree_lint.source import SourceError, decode_source
 
-# A file can hold a finding only if it can show a tensor or a step: these words are the
-# evidence the analysis starts from (imports of torch, step markers, loaders, methods only
-# tensors have). Files without any of them are not parsed.
-_EVIDENCE = (
-    "torch", "metric", "backward", ".step(", "zero_grad", "loader", "data_iter", "dataiter", ".item(",
-    ".cpu(", ".numpy(", ".tolist(", "synchronize", "nonzero", "all_reduce", "lightning",
-    "accelerat", "fabric", "masked_select", ".unique(", "bincount",
-)
+# A file can hold a finding only if it holds a word some rule needs (``Rule.evidence``) or a
+# word the analysis starts from (a tensor or a step: ``knowledge.evidence``). Files without any
+# of them are not parsed.
+_EVIDENCE = tuple(dict.fromkeys((*ANALYSIS_WORDS, *(word for rule in ALL_RULES for word in rule.evidence))))
 
 
 @dataclass
@@ -74,10 +71,7 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
 
 
 def _rule_instances(enabled: FrozenSet[str]):
-    rules = [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
-    if any(rule.code.startswith("SFL3") for rule in rules):
-        rules.extend(tracker() for tracker in TRACKERS)
-    return rules
+    return [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
 
 
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
