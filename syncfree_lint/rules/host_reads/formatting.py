@@ -68,14 +68,18 @@ queued kernel. It hides well inside a log line that runs every step.
 ## Example
 ```python
 for step, (x, y) in enumerate(loader):
-    loss = step_fn(x, y)
+    loss = criterion(model(x), y)
+    loss.backward()
+    opt.step()
     print(f"step {step} loss {loss:.4f}")
 ```
 
 ## Use instead
 ```python
 for step, (x, y) in enumerate(loader):
-    loss = step_fn(x, y)
+    loss = criterion(model(x), y)
+    loss.backward()
+    opt.step()
     if step % 100 == 0:
         print(f"step {step} loss {loss.item():.4f}")
 ```

@@ -33,7 +33,7 @@ class MaskIndexing(Rule):
         def train(model, loader):
             for x, y in loader:
                 out = model(x)
-                out[out > 0] = out.mean()
+                out[y == 0] = out.mean()
                 out.sum().backward()
         """,
     )
@@ -49,7 +49,7 @@ class MaskIndexing(Rule):
         def train(model, loader):
             for x, y in loader:
                 out = model(x)
-                out[out > 0] = 0.0
+                out[y == 0] = 0.0
                 out.sum().backward()
         """,
     )

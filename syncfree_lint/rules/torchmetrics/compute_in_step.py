@@ -57,6 +57,7 @@ runs checks and host-side branches. Every step, that serializes the ranks.
 
 ## Example
 ```python
+acc = MulticlassAccuracy(num_classes=10).to(device)
 for step, (x, y) in enumerate(loader):
     acc.update(model(x), y)
     print(acc.compute())
@@ -64,6 +65,7 @@ for step, (x, y) in enumerate(loader):
 
 ## Use instead
 ```python
+acc = MulticlassAccuracy(num_classes=10).to(device)
 for step, (x, y) in enumerate(loader):
     acc.update(model(x), y)
     if step % 100 == 0:

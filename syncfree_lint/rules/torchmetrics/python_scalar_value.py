@@ -60,12 +60,20 @@ as a kernel argument instead, with no copy.
 
 ## Example
 ```python
-step_time.update(time.perf_counter() - t0)
+step_time = MeanMetric().to(device)
+for x, y in loader:
+    t0 = time.perf_counter()
+    train_step(x, y)
+    step_time.update(time.perf_counter() - t0)
 ```
 
 ## Use instead
 ```python
-step_time.update(torch.as_tensor(time.perf_counter() - t0))
+step_time = MeanMetric().to(device)
+for x, y in loader:
+    t0 = time.perf_counter()
+    train_step(x, y)
+    step_time.update(torch.as_tensor(time.perf_counter() - t0))
 ```
 
 ## Fix safety

@@ -59,12 +59,18 @@ device=...)`, a blocking host-to-device copy, then broadcasts it.
 
 ## Example
 ```python
-mean_loss.update(loss, weight=1.0)
+mean_loss = MeanMetric().to(device)
+for x, y in loader:
+    loss = criterion(model(x), y)
+    mean_loss.update(loss, weight=1.0)
 ```
 
 ## Use instead
 ```python
-mean_loss.update(loss, weight=torch.full_like(loss, 1.0))
+mean_loss = MeanMetric().to(device)
+for x, y in loader:
+    loss = criterion(model(x), y)
+    mean_loss.update(loss, weight=torch.full_like(loss, 1.0))
 ```
 
 ## Fix safety
