@@ -6,7 +6,9 @@ its fix, and its own VALID/INVALID examples.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, Generic, Mapping, Tuple, Type, TypeVar
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, Generic, Iterable, Mapping, Tuple, Type, TypeVar
 
 import libcst as cst
 
@@ -85,6 +87,14 @@ class Rule(Generic[NodeT]):
         if variants:
             text += "Messages it reports:\n" + "".join(f"- {template}\n" for template in variants) + "\n"
         return text + f"{cls.doc.strip()}\n"
+
+
+def load_family(package: str, path: Iterable[str]) -> None:
+    """Import every rule module of a family folder (all but ``_``-prefixed helpers), so that a new
+    rule is one new file: defining its class registers it."""
+    for module in sorted(pkgutil.iter_modules(path), key=lambda info: info.name):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{package}.{module.name}")
 
 
 class MetaRule(Rule[cst.CSTNode]):

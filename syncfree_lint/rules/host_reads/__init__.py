@@ -1,6 +1,4 @@
-"""SFL1xx: device-to-host reads inside a step."""
-from syncfree_lint.rules.host_reads import (
-    cpu, formatting, item, numpy_read, python_scalar, synchronize, tolist, truthiness,
-)
+"""SFL1xx: device-to-host reads inside a step. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
 
-__all__ = ["cpu", "formatting", "item", "numpy_read", "python_scalar", "synchronize", "tolist", "truthiness"]
+load_family(__name__, __path__)

@@ -1,4 +1,4 @@
-"""SFL2xx: operations whose output shape depends on the data."""
-from syncfree_lint.rules.shapes import dynamic_shape, mask_indexing, nonzero
+"""SFL2xx: operations whose output shape depends on the data. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
 
-__all__ = ["dynamic_shape", "mask_indexing", "nonzero"]
+load_family(__name__, __path__)

@@ -1,4 +1,4 @@
-"""SFL109: a tensor handed to a logging sink in a step."""
-from syncfree_lint.rules.sinks import logging_sink
+"""SFL109: a tensor handed to a logging sink in a step. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
 
-__all__ = ["logging_sink"]
+load_family(__name__, __path__)

@@ -1,4 +1,4 @@
-"""SFL0xx: codes the tool itself reports."""
-from syncfree_lint.rules.tool import internal_error, parse_error
+"""SFL0xx: codes the tool itself reports. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
 
-__all__ = ["internal_error", "parse_error"]
+load_family(__name__, __path__)

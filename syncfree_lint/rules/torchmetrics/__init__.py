@@ -1,10 +1,4 @@
-"""SFL3xx: torchmetrics updates, computes and Lightning logging inside a step."""
-from syncfree_lint.rules.torchmetrics import (
-    aggregator_update, compute_in_step, cpu_metric_nccl, nan_checked_aggregator, python_scalar_value, python_weight,
-    sync_dist_on_step, validating_classifier,
-)
+"""SFL3xx: torchmetrics updates, computes and Lightning logging inside a step. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
 
-__all__ = [
-    "aggregator_update", "compute_in_step", "cpu_metric_nccl", "nan_checked_aggregator", "python_scalar_value",
-    "python_weight", "sync_dist_on_step", "validating_classifier",
-]
+load_family(__name__, __path__)

@@ -1,4 +1,4 @@
-"""SFL4xx: host-to-device copies inside a step."""
-from syncfree_lint.rules.transfers import blocking_batch, tensor_from_data
+"""SFL4xx: host-to-device copies inside a step. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
 
-__all__ = ["blocking_batch", "tensor_from_data"]
+load_family(__name__, __path__)
