@@ -27,6 +27,8 @@ from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
 from syncfree_lint.project import ProjectIndex, context_files
 from syncfree_lint.rules import ALL_RULES, DEFAULTS
+from syncfree_lint.rules.tool.internal_error import InternalError
+from syncfree_lint.rules.tool.parse_error import ParseError
 from syncfree_lint.parse import newer_syntax_possible, on_parse_thread, parse_module, syntax_error
 from syncfree_lint.source import SourceError, decode_source
 
@@ -93,27 +95,27 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
         tree = parsed if isinstance(parsed, ast.Module) else None  # always a Module in "exec" mode
     except SyntaxError as error:
         if "too many" in str(error.msg) or not newer_syntax_possible(error):
-            facts.errors.append(Diagnostic(path, error.lineno or 1, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}"))
+            facts.errors.append(ParseError.at(path, error.lineno or 1, max(1, error.offset or 1), "syntax", detail=error.msg))
             return facts
     except (RecursionError, MemoryError):
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse (Python's own parser gives up)"))
+        facts.errors.append(ParseError.at(path, 1, 1, "too_deep_for_python"))
         return facts
     except ValueError as error:
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"cannot parse: {error}"))
+        facts.errors.append(ParseError.at(path, 1, 1, "python_rejects", detail=str(error)))
         return facts
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as exc:
         if tree is not None:  # Python accepts it: a limit of libcst's parser, not the user's error
-            facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"libcst cannot parse this file (Python can): {exc.message}"))
+            facts.errors.append(ParseError.at(path, 1, 1, "libcst_rejects", detail=exc.message))
         else:
             facts.errors.append(syntax_error(path, source, exc))
         return facts
     except RecursionError:
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse"))
+        facts.errors.append(ParseError.at(path, 1, 1, "too_deep_for_libcst"))
         return facts
     except Exception as exc:  # libcst raises a few other types on odd input
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"could not parse: {type(exc).__name__}: {exc}"))
+        facts.errors.append(ParseError.at(path, 1, 1, "libcst_failed", detail=f"{type(exc).__name__}: {exc}"))
         return facts
     analysis = ModuleAnalysis(
         path, source, module, _rule_instances(enabled), config.all_step_functions,
@@ -125,10 +127,10 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
         analysis.run()
         return summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
     except RecursionError:
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to analyse (recursion limit)"))
+        facts.errors.append(ParseError.at(path, 1, 1, "too_deep_to_analyse"))
         return facts
     except Exception as exc:  # a bug outside the rules: report it for this file only
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL001", f"internal error: {type(exc).__name__}: {exc} (please report this)"))
+        facts.errors.append(InternalError.at(path, 1, 1, "analysis", error=f"{type(exc).__name__}: {exc}"))
         return facts
 
 
@@ -142,7 +144,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             data = _read_bytes(path)
         except SourceError as exc:
             facts = FileFacts(path, module_name, root)
-            facts.errors.append(Diagnostic(path, exc.line, exc.col, "SFL000", str(exc)))
+            facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
         if cache is not None:
             key = cache.key(path, data)
@@ -153,7 +155,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             text = decode_source(data)
         except SourceError as exc:
             facts = FileFacts(path, module_name, root)
-            facts.errors.append(Diagnostic(path, exc.line, exc.col, "SFL000", str(exc)))
+            facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if not could_hold_finding(text, config.all_step_functions):

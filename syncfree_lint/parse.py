@@ -16,6 +16,7 @@ from typing import Callable, Optional, TypeVar
 import libcst as cst
 
 from syncfree_lint.diagnostic import Diagnostic
+from syncfree_lint.rules.tool.parse_error import ParseError
 
 Result = TypeVar("Result")
 
@@ -128,7 +129,7 @@ def syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Diagnost
         compile(source, path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
     except SyntaxError as error:
         line = error.lineno or exc.raw_line
-        return Diagnostic(path, line, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}")
+        return ParseError.at(path, line, max(1, error.offset or 1), "syntax", detail=error.msg)
     except (ValueError, RecursionError, MemoryError):
         pass
-    return Diagnostic(path, exc.raw_line, exc.raw_column + 1, "SFL000", f"syntax error: {exc.message}")
+    return ParseError.at(path, exc.raw_line, exc.raw_column + 1, "syntax", detail=exc.message)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, Generic, Iterable, Mappin
 
 import libcst as cst
 
+from syncfree_lint.diagnostic import Diagnostic
+
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
 
@@ -105,6 +107,11 @@ class MetaRule(Rule[cst.CSTNode]):
 
     def check(self, node: cst.CSTNode, ctx: "ModuleAnalysis") -> None:  # pragma: no cover
         return None
+
+    @classmethod
+    def at(cls, path: str, line: int, col: int, key: str = "default", **fields: str) -> Diagnostic:
+        """The tool's own finding at a position, with one of the rule's messages."""
+        return Diagnostic(path, line, col, cls.code, cls.format_message(key, **fields))
 
 
 def method_call(node: cst.Call) -> str:

@@ -7,7 +7,11 @@ from syncfree_lint.rules.base import MetaRule
 class InternalError(MetaRule):
     code = "SFL001"
     name = "internal-error"
-    messages = {"default": "internal error in a rule"}
+    messages = {
+        "default": "internal error in a rule",
+        "rule": "internal error in rule {code}: {error} (other rules still ran; please report this)",
+        "analysis": "internal error: {error} (please report this)",
+    }
     doc = """
 ## What it does
 Reports a bug in syncfree-lint: one rule raised an exception on this file. The other rules

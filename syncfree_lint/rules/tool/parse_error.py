@@ -7,7 +7,17 @@ from syncfree_lint.rules.base import MetaRule
 class ParseError(MetaRule):
     code = "SFL000"
     name = "unreadable-file"
-    messages = {"default": "file could not be read or parsed"}
+    messages = {
+        "default": "file could not be read or parsed",
+        "unreadable": "{reason}",  # the reader's reason: missing, not a regular file, undecodable, a NUL byte
+        "syntax": "syntax error: {detail}",
+        "too_deep_for_python": "file is nested too deeply to parse (Python's own parser gives up)",
+        "python_rejects": "cannot parse: {detail}",
+        "libcst_rejects": "libcst cannot parse this file (Python can): {detail}",
+        "too_deep_for_libcst": "file is nested too deeply to parse",
+        "libcst_failed": "could not parse: {detail}",
+        "too_deep_to_analyse": "file is nested too deeply to analyse (recursion limit)",
+    }
     invalid = ("import torch\n\ndef train(:\n",)
     valid = ("import torch\n\ndef train(loader):\n    pass\n",)
     doc = """
