@@ -109,7 +109,8 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
         if tree is not None:  # Python accepts it: a limit of libcst's parser, not the user's error
             facts.errors.append(ParseError.at(path, 1, 1, "libcst_rejects", detail=exc.message))
         else:
-            facts.errors.append(syntax_error(path, source, exc))
+            line, col, detail = syntax_error(path, source, exc)
+            facts.errors.append(ParseError.at(path, line, col, "syntax", detail=detail))
         return facts
     except RecursionError:
         facts.errors.append(ParseError.at(path, 1, 1, "too_deep_for_libcst"))
@@ -125,7 +126,10 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     )
     try:
         analysis.run()
-        return summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
+        summary = summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
+        summary.errors.extend(InternalError.at(path, 1, 1, "rule", code=code, error=f"{type(exc).__name__}: {exc}")
+                              for code, exc in analysis.rule_errors)
+        return summary
     except RecursionError:
         facts.errors.append(ParseError.at(path, 1, 1, "too_deep_to_analyse"))
         return facts

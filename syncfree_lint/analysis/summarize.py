@@ -16,7 +16,6 @@ from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
 from syncfree_lint.fixes.plan import Declined, Replace
-from syncfree_lint.rules.tool.internal_error import InternalError
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
@@ -74,8 +73,6 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             facts.definite.append(diagnostic)
         else:
             facts.conditional.setdefault(function_id(owner), []).append(diagnostic)
-    for code, exc in walk.rule_errors:
-        facts.errors.append(InternalError.at(walk.path, 1, 1, "rule", code=code, error=f"{type(exc).__name__}: {exc}"))
     return facts
 
 
