@@ -6,10 +6,14 @@ from typing import Dict, Optional
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.analysis.tensors import keyword_value, positional
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
-_HOST_KINDS = (tensors.HOST_TENSOR, tensors.NUMPY, tensors.NUMBER)
+# receivers whose state_dict() holds no device tensors: host values, and data loaders (a stateful
+# loader's position) or what a loop over several loaders yields
+_NO_DEVICE_STATE = (tensors.HOST_TENSOR, tensors.NUMPY, tensors.NUMBER, tensors.LOADER, tensors.HOST_LOADER,
+                    tensors.BATCH, tensors.HOST_BATCH)
 
 
 class TorchSaveInStep(Rule):
@@ -67,6 +71,16 @@ class TorchSaveInStep(Rule):
         """
         import torch
 
+        def train(model, loader, optimizer):
+            for step, (x, y) in enumerate(loader):
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+                position = loader.state_dict()
+                torch.save(position, "loader.pt")
+        """,
+        """
+        import torch
+
         def train(model, loader, optimizer, history):
             for step, (x, y) in enumerate(loader):
                 model(x.cuda()).sum().backward()
@@ -78,7 +92,7 @@ class TorchSaveInStep(Rule):
 ## What it does
 Flags `torch.save(obj, f)` inside a step when `obj` holds device tensors: a tensor, a
 `model.state_dict()` / `optimizer.state_dict()`, or a dict, list or tuple of them (also a name
-bound to such a literal in the same function). A save under a guard (`if step % save_every ==
+bound to such a value in the same function). A data loader's `state_dict()` is host data. A save under a guard (`if step % save_every ==
 0:`) or after the loop is not flagged.
 
 ## Why it syncs
@@ -110,14 +124,13 @@ No automatic fix: how often to save is the user's choice.
 """
 
     def check(self, node: cst.CSTNode, ctx) -> None:
-        holders = ctx.state(self).setdefault(id(ctx.function), {})  # name -> message key of what it holds
+        holders = ctx.state(self).setdefault(id(ctx.function), {})  # name -> message key of what it holds, or None
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     name = target.target.value
-                    held = _state_kind(node.value, ctx, holders) if _literal(node.value) else None
-                    if held is not None:
-                        holders[name] = held
+                    if _literal(node.value) or _is_state_dict_call(node.value):
+                        holders[name] = _state_kind(node.value, ctx, holders)  # None: known to hold none
                     else:
                         holders.pop(name, None)
             return
@@ -135,10 +148,15 @@ def _literal(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Dict, cst.List, cst.Tuple))
 
 
-def _state_kind(expr: cst.BaseExpression, ctx, holders: Dict[str, str]) -> Optional[str]:
+def _is_state_dict_call(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and method_call(expr) == "state_dict"
+
+
+def _state_kind(expr: cst.BaseExpression, ctx, holders: Dict[str, Optional[str]]) -> Optional[str]:
     """"state" for a state_dict (or a literal holding one), "default" for device tensors, else None."""
-    if isinstance(expr, cst.Call) and method_call(expr) == "state_dict" and ctx.kind(receiver(expr)) not in _HOST_KINDS:
-        return "state"
+    if isinstance(expr, cst.Call) and _is_state_dict_call(expr):
+        owner = receiver(expr)
+        return "state" if ctx.kind(owner) not in _NO_DEVICE_STATE and not mentions_loader(owner) else None
     if isinstance(expr, cst.Name) and expr.value in holders:
         return holders[expr.value]
     if isinstance(expr, cst.Dict):
