@@ -57,10 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def list_rules() -> str:
+    """One line per rule, then one indented line per other message variant it reports."""
     lines = []
     for rule in ALL_RULES:
         state = "" if rule.default_enabled else "  (opt-in)"
         lines.append(f"{rule.code}  {rule.name:<32} {rule.message.split(';')[0]}{state}")
+        lines.extend(f"{'':<40} {template.split(';')[0]}" for key, template in rule.messages.items() if key != "default")
     return "\n".join(lines) + "\n"
 
 

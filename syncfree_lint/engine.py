@@ -25,19 +25,18 @@ from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
+from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
 from syncfree_lint.project import ProjectIndex, context_files
-from syncfree_lint.rules import ALL_RULES, DEFAULTS, TRACKERS
+from syncfree_lint.rules import ALL_RULES, DEFAULTS
+from syncfree_lint.rules.tool.internal_error import InternalError
+from syncfree_lint.rules.tool.parse_error import ParseError
 from syncfree_lint.parse import newer_syntax_possible, on_parse_thread, parse_module, syntax_error
 from syncfree_lint.source import SourceError, decode_source
 
-# A file can hold a finding only if it can show a tensor or a step: these words are the
-# evidence the analysis starts from (imports of torch, step markers, loaders, methods only
-# tensors have). Files without any of them are not parsed.
-_EVIDENCE = (
-    "torch", "metric", "backward", ".step(", "zero_grad", "loader", "data_iter", "dataiter", ".item(",
-    ".cpu(", ".numpy(", ".tolist(", "synchronize", "nonzero", "all_reduce", "lightning",
-    "accelerat", "fabric", "masked_select", ".unique(", "bincount",
-)
+# A file can hold a finding only if it holds a word some rule needs (``Rule.evidence``) or a
+# word the analysis starts from (a tensor or a step: ``knowledge.evidence``). Files without any
+# of them are not parsed.
+_EVIDENCE = tuple(dict.fromkeys((*ANALYSIS_WORDS, *(word for rule in ALL_RULES for word in rule.evidence))))
 
 
 @dataclass
@@ -75,10 +74,7 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
 
 
 def _rule_instances(enabled: FrozenSet[str]):
-    rules = [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
-    if any(rule.code.startswith("SFL3") for rule in rules):
-        rules.extend(tracker() for tracker in TRACKERS)
-    return rules
+    return [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
 
 
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
@@ -100,27 +96,28 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
         tree = parsed if isinstance(parsed, ast.Module) else None  # always a Module in "exec" mode
     except SyntaxError as error:
         if "too many" in str(error.msg) or not newer_syntax_possible(error):
-            facts.errors.append(Diagnostic(path, error.lineno or 1, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}"))
+            facts.errors.append(ParseError.at(path, error.lineno or 1, max(1, error.offset or 1), "syntax", detail=error.msg))
             return facts
     except (RecursionError, MemoryError):
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse (Python's own parser gives up)"))
+        facts.errors.append(ParseError.at(path, 1, 1, "too_deep_for_python"))
         return facts
     except ValueError as error:
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"cannot parse: {error}"))
+        facts.errors.append(ParseError.at(path, 1, 1, "python_rejects", detail=str(error)))
         return facts
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as exc:
         if tree is not None:  # Python accepts it: a limit of libcst's parser, not the user's error
-            facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"libcst cannot parse this file (Python can): {exc.message}"))
+            facts.errors.append(ParseError.at(path, 1, 1, "libcst_rejects", detail=exc.message))
         else:
-            facts.errors.append(syntax_error(path, source, exc))
+            line, col, detail = syntax_error(path, source, exc)
+            facts.errors.append(ParseError.at(path, line, col, "syntax", detail=detail))
         return facts
     except RecursionError:
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to parse"))
+        facts.errors.append(ParseError.at(path, 1, 1, "too_deep_for_libcst"))
         return facts
     except Exception as exc:  # libcst raises a few other types on odd input
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", f"could not parse: {type(exc).__name__}: {exc}"))
+        facts.errors.append(ParseError.at(path, 1, 1, "libcst_failed", detail=f"{type(exc).__name__}: {exc}"))
         return facts
     uses_accelerator = may_use_accelerator(source, tree)
 
@@ -136,12 +133,15 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
 
     try:
         analysis = analyse(walk)
-        return summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
+        summary = summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
+        summary.errors.extend(InternalError.at(path, 1, 1, "rule", code=code, error=f"{type(exc).__name__}: {exc}")
+                              for code, exc in analysis.rule_errors)
+        return summary
     except RecursionError:
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL000", "file is nested too deeply to analyse (recursion limit)"))
+        facts.errors.append(ParseError.at(path, 1, 1, "too_deep_to_analyse"))
         return facts
     except Exception as exc:  # a bug outside the rules: report it for this file only
-        facts.errors.append(Diagnostic(path, 1, 1, "SFL001", f"internal error: {type(exc).__name__}: {exc} (please report this)"))
+        facts.errors.append(InternalError.at(path, 1, 1, "analysis", error=f"{type(exc).__name__}: {exc}"))
         return facts
 
 
@@ -155,7 +155,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             data = _read_bytes(path)
         except SourceError as exc:
             facts = FileFacts(path, module_name, root)
-            facts.errors.append(Diagnostic(path, exc.line, exc.col, "SFL000", str(exc)))
+            facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
         if cache is not None:
             key = cache.key(path, data)
@@ -166,7 +166,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             text = decode_source(data)
         except SourceError as exc:
             facts = FileFacts(path, module_name, root)
-            facts.errors.append(Diagnostic(path, exc.line, exc.col, "SFL000", str(exc)))
+            facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if not could_hold_finding(text, config.all_step_functions):

@@ -11,11 +11,9 @@ import queue
 import signal
 import sys
 import threading
-from typing import Callable, Optional, TypeVar
+from typing import Callable, Optional, Tuple, TypeVar
 
 import libcst as cst
-
-from syncfree_lint.diagnostic import Diagnostic
 
 Result = TypeVar("Result")
 
@@ -122,13 +120,14 @@ def newer_syntax_possible(error: SyntaxError) -> bool:
     return sys.version_info < (3, 13) and "invalid syntax" in str(error.msg)
 
 
-def syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Diagnostic:
-    """Python's own message and position when it agrees the file is invalid (it is exacter)."""
+def syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Tuple[int, int, str]:
+    """(line, column, message) of a syntax error: Python's own when it agrees the file is invalid
+    (it is exacter), else libcst's."""
     try:
         compile(source, path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
     except SyntaxError as error:
         line = error.lineno or exc.raw_line
-        return Diagnostic(path, line, max(1, error.offset or 1), "SFL000", f"syntax error: {error.msg}")
+        return line, max(1, error.offset or 1), str(error.msg)
     except (ValueError, RecursionError, MemoryError):
         pass
-    return Diagnostic(path, exc.raw_line, exc.raw_column + 1, "SFL000", f"syntax error: {exc.message}")
+    return exc.raw_line, exc.raw_column + 1, exc.message

@@ -17,7 +17,7 @@ from syncfree_lint.analysis.imports import ImportMap, dotted
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
-    from syncfree_lint.analysis.metrics import MetricSite
+    from syncfree_lint.analysis.metric_sites import MetricSite
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
 
 

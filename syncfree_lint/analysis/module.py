@@ -1,7 +1,7 @@
 """The walk: one pass over one parsed file that keeps the shared facts and runs every rule.
 
 The facts live in their own modules, mixed in here: bindings and kinds (``bindings``), calls
-(``calls``), torchmetrics objects (``metrics``), frequency and guards (``frequency``), functions
+(``calls``), torchmetrics objects (``metric_sites``), frequency and guards (``frequency``), functions
 and classes (``definitions``). The walk
 visits nodes in source order. Bindings are updated as statements finish, so a rule
 looking at an expression sees what the names held just before it. Rules are dispatched by node
@@ -23,7 +23,7 @@ from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.metrics import MetricSite, MetricSitesMixin
+from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, is_early_exit, is_negated_flag, is_step_marker, iterated,
@@ -102,6 +102,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
+        self.metric_escapes: Set[str] = set()
         self.fix_plans: List[Any] = []
         self._call_args: Sequence[cst.Arg] = ()
 
@@ -139,14 +140,17 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         return self._state.setdefault(rule.code, {})
 
     def report(
-        self, rule: "Rule", node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None,
-        statement: Optional[cst.CSTNode] = None,
+        self, rule: "Rule", node: cst.CSTNode, key: str = "default", fix: Optional[Fix] = None,
+        statement: Optional[cst.CSTNode] = None, **fields: str,
     ) -> None:
-        """Record a finding at ``node``; ``statement`` when the node is not in the current one."""
+        """Record a finding at ``node`` with the rule's message ``key`` (its template filled with
+        ``fields``); ``statement`` when the node is not in the current one."""
         placement = self.placement() if rule.step_only else None
         if placement is not None and placement.function is None and not placement.loops:
             return  # module-level code outside loops runs once
-        self.findings.append(Finding(rule.code, message or rule.message, node, statement or self.statement, placement, fix))
+        message = rule.format_message(key, **fields)
+        self.findings.append(Finding(rule.code, message, node, statement or self.statement, placement, fix))
+
     # ------------------------------------------------------------------ the walk
     def run(self) -> None:
         self._visit_body(self.module.body)
@@ -308,7 +312,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
                 self.function.rest_guarded = True
 
 
-
     def _for(self, node: cst.For) -> None:
         self.statement = node
         self._rules(node)
@@ -331,8 +334,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._close_loop()
         if node.orelse is not None:
             self._suite(node.orelse.body)
-
-
 
 
     def _while(self, node: cst.While) -> None:
@@ -373,6 +374,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
 
     def _call(self, node: cst.Call) -> None:
         self._rules(node)
+        self._note_metric_escape(node)
         func = node.func
         qual = self.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if is_step_marker(node, qual):
@@ -425,12 +427,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
     # ------------------------------------------------------------------ settling
 
 
-
-
-
-
-
-
 _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.SimpleStatementLine: ModuleAnalysis._simple_line,
     cst.Assign: ModuleAnalysis._assign_stmt,
@@ -450,6 +446,7 @@ _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.FunctionDef: ModuleAnalysis._function,
     cst.ClassDef: ModuleAnalysis._class,
     cst.Call: ModuleAnalysis._call,
+    cst.Attribute: ModuleAnalysis._attribute,
     cst.CompFor: ModuleAnalysis._comp_for,
     cst.ListComp: ModuleAnalysis._comprehension,
     cst.SetComp: ModuleAnalysis._comprehension,

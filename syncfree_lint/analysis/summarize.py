@@ -73,11 +73,6 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             facts.definite.append(diagnostic)
         else:
             facts.conditional.setdefault(function_id(owner), []).append(diagnostic)
-    for code, exc in walk.rule_errors:
-        facts.errors.append(Diagnostic(
-            walk.path, 1, 1, "SFL001",
-            f"internal error in rule {code}: {type(exc).__name__}: {exc} (other rules still ran; please report this)",
-        ))
     return facts
 
 

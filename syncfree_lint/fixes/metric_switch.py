@@ -1,7 +1,7 @@
 """The torchmetrics -> syncfree switch: which classes of a file may move, and the edits that move them.
 
 One plan for the whole file: a class switches only when every construction of it uses arguments
-``syncfree`` honours, no instance is handed to other code (``escapes``, recorded during the walk),
+``syncfree`` honours, no instance is handed to other code (``ctx.metric_escapes``, recorded during the walk),
 its finding is reported, and a MetricCollection switches together with all of its members.
 """
 from __future__ import annotations
@@ -11,14 +11,8 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.metrics import SYNCFREE, MetricSite, syncfree_supports
+from syncfree_lint.analysis.metric_sites import SYNCFREE, MetricSite, syncfree_supports
 from syncfree_lint.fixes.plan import FixPlan, InsertAfter, Part, Replace, code
-
-
-def escapes(ctx) -> set:
-    """Names of metric objects handed to other code (``self.log("acc", self.acc)``)."""
-    state = ctx.state(_SWITCH_STATE)
-    return state.setdefault("escapes", set())
 
 
 class _SwitchState:
@@ -66,7 +60,7 @@ def _switchable(ctx) -> Dict[str, bool]:
     cache = ctx.state(_SWITCH_STATE)
     if "classes" in cache:
         return cache["classes"]
-    escaped = escapes(ctx)
+    escaped = ctx.metric_escapes
     flagged_sites = _flagged_sites(ctx)
     flagged = {s.class_name for s in flagged_sites}
     sites = [s for s in ctx.all_metric_sites if s.call is not None and s.library == "torchmetrics"]

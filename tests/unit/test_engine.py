@@ -6,7 +6,7 @@ import pytest
 
 from syncfree_lint.config import Config
 from syncfree_lint.engine import could_hold_finding, module_identity, run
-from syncfree_lint.rules import host_reads
+from syncfree_lint.rules.host_reads.formatting import TensorFormatting
 
 STEP = textwrap.dedent(
     """\
@@ -79,7 +79,7 @@ def test_bug_in_one_rule_is_sfl001_and_others_run(tmp_path, monkeypatch):
     def broken(self, node, ctx):
         raise ValueError("boom")
 
-    monkeypatch.setattr(host_reads.TensorFormatting, "check", broken)
+    monkeypatch.setattr(TensorFormatting, "check", broken)
     write(tmp_path, "train.py", STEP)
     result = run([str(tmp_path)], Config())
     found = [d.code for d in result.diagnostics]

@@ -7,12 +7,13 @@ MulticlassAccuracy as Acc`` all resolve here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.tensors import keyword_value as keyword_value  # re-exported for the rules
+from syncfree_lint.analysis.tensors import keyword_value
+from syncfree_lint.knowledge.metric_api import SHARED_METRIC_API
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame
@@ -133,14 +134,64 @@ class MetricSite:
     library: str = "torchmetrics"  # or "syncfree": rules about torchmetrics' syncs skip those
 
 
+def nan_checks_on(site: MetricSite) -> bool:
+    """Every nan_strategy but "disable" checks values with a host read."""
+    if site.call is None:
+        return False
+    strategy = keyword_value(site.call, "nan_strategy")
+    if strategy is None and site.call.args and site.call.args[0].keyword is None:
+        strategy = site.call.args[0].value
+    return not (isinstance(strategy, cst.SimpleString) and strategy.evaluated_value == "disable")
+
+
 class MetricSitesMixin:
     """Where each torchmetrics object of a file was built, for ``ModuleAnalysis`` (which provides
-    the attributes below): ``metric(expr)`` answers which construction an expression refers to."""
+    the attributes below): ``metric(expr)`` answers which construction an expression refers to,
+    ``metric_call(call)`` what a call does with one, and ``metric_escapes`` which of them are
+    handed to other code or read beyond the API torchmetrics and syncfree share (the switch fix
+    leaves those alone)."""
 
     metric_sites: Dict[str, MetricSite]
+    metric_escapes: Set[str]  # names of metric objects handed to other code, or read through internals
     class_frame: Optional["ClassFrame"]
     statement: Optional[cst.CSTNode]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
+    _rules: Callable[[cst.CSTNode], None]
+    _children: Callable[[cst.CSTNode], None]
+
+    def metric_call(self, node: cst.Call) -> Optional[Tuple[MetricSite, str]]:
+        """(site, "update" | "forward" | "compute") for a call on a torchmetrics object."""
+        func = node.func
+        site, what = None, "forward"
+        if isinstance(func, cst.Attribute) and func.attr.value in ("update", "forward", "compute"):
+            site, what = self.metric(func.value), func.attr.value
+        if site is None:
+            site = self.metric(func)
+            if site is not None and isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+                site = None
+        if site is None or site.library != "torchmetrics":
+            return None
+        return site, what
+
+    def _note_metric_escape(self, node: cst.CSTNode) -> None:
+        """Record a metric handed to a call that is not its own method, or read through an
+        attribute outside the shared API (called by the walk for every Call and Attribute)."""
+        if not self.metric_sites:
+            return
+        if isinstance(node, cst.Attribute):
+            site = self.metric(node.value)
+            if site is not None and node.attr.value not in SHARED_METRIC_API:
+                self.metric_escapes.add(site.name)
+        elif isinstance(node, cst.Call):
+            for arg in node.args:
+                site = self.metric(arg.value)
+                if site is not None and self.metric_call(node) is None:
+                    self.metric_escapes.add(site.name)
+
+    def _attribute(self, node: cst.Attribute) -> None:
+        self._rules(node)
+        self._note_metric_escape(node)
+        self._children(node)
 
     def metric(self, expr: cst.BaseExpression) -> Optional[MetricSite]:
         """The torchmetrics object ``expr`` refers to (``self.acc``, ``metrics["acc"]``), or None."""

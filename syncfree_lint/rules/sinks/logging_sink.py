@@ -13,8 +13,51 @@ from syncfree_lint.rules.base import Rule
 class TensorToLoggingSink(Rule[cst.Call]):
     code = "SFL109"
     name = "tensor-to-logging-sink"
-    message = "a tensor handed to a logging sink in a step is read on the host, a wait for the GPU; log at intervals, or log values read at intervals"
+    messages = {
+        "default": "a tensor handed to a logging sink in a step is read on the host, a wait for the GPU; log at intervals, "
+                   "or log values read at intervals",
+    }
     node_types = (cst.Call,)
+    invalid = (
+        """
+        def train(model, loader, optimizer, criterion, writer):
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                writer.add_scalar("train/loss", loss, step)
+        """,
+        """
+        import wandb
+
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                wandb.log({"loss": loss})
+        """,
+    )
+    valid = (
+        """
+        def train(model, loader, optimizer, criterion, writer):
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    writer.add_scalar("train/loss", loss, step)
+        """,
+        """
+        import wandb
+
+        def train(model, loader, optimizer, criterion, scheduler):
+            for x, y in loader:
+                criterion(model(x), y).backward()
+                optimizer.step()
+                wandb.log({"lr": scheduler.get_last_lr()[0]})
+        """,
+    )
     doc = """
 ## What it does
 Flags a device tensor handed to a logger that reads it on the host, inside a step:
@@ -85,6 +128,3 @@ def _values(node: cst.Call) -> Iterator[cst.BaseExpression]:
                     yield element.value
         else:
             yield value
-
-
-RULES = (TensorToLoggingSink,)

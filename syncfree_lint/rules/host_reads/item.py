@@ -1,0 +1,138 @@
+"""SFL101: ``.item()`` in a step."""
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfree_lint.fixes import host_read_proof as proof
+from syncfree_lint.fixes.plan import FixPlan
+from syncfree_lint.rules.base import Rule, method_call
+from syncfree_lint.rules.host_reads._common import host_read_receiver
+
+
+class ItemCall(Rule):
+    code = "SFL101"
+    name = "item-in-step"
+    messages = {
+        "default": "`.item()` in a step waits for the GPU; keep the value on device and read it at log intervals",
+    }
+    evidence = (".item(",)
+    invalid = (
+        """
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+        """,
+        """
+        def training_step(self, batch, batch_idx):
+            loss = self.model(batch).mean()
+            self.losses.append(loss.item())
+            return loss
+        """,
+    )
+    valid = (
+        """
+        def train(model, loader, optimizer, criterion):
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    print(loss.item())
+        """,
+        """
+        def train(model, loader, optimizer, criterion):
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                total = total + loss.detach()
+            print(total.item())
+        """,
+    )
+    doc = """
+## What it does
+Flags `t.item()` inside a training or evaluation step (a step loop, a step function, or a
+helper called from one), unless it sits under a logging-interval guard.
+
+## Why it syncs
+`.item()` copies one number from the GPU to the host. The CPU must wait until every kernel
+queued before it has finished, so the CPU stops queueing work and the GPU idles after it.
+Once per step, this caps throughput at the latency of the slowest kernel chain.
+
+## Example
+```python
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    opt.step()
+    running_loss += loss.item()
+```
+
+## Use instead
+```python
+running_loss = torch.zeros((), device=device)
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    opt.step()
+    running_loss += loss.detach()
+    if step % log_every == 0:
+        print(float(running_loss) / (step + 1))
+```
+
+## Fix safety
+Unsafe (`--unsafe-fixes`), and offered only where `fixes/host_read_proof.py` proves that the
+program computes, prints and returns the same thing; otherwise `--show-fixes` prints why not.
+A float (a loss) keeps its type through `float()`: `total += loss.item()` becomes
+`total += loss.detach().double()` (float64, as Python floats add) and `v = loss.item()` becomes
+`v = loss.detach()` (`.detach().clone()` when `loss` may be changed in place later, e.g.
+`loss /= accum`); every other read of the name becomes `float(name)`. A count stays an int:
+`correct += (pred == y).sum().item()` becomes `correct += (pred == y).sum()` (an int64 tensor on
+the device) and every read becomes `int(correct)`, so `"Accuracy: 9912/10000"` prints the same.
+It is offered only when:
+
+- the name is bound only by that statement in its function (or module), plus, for `+=`,
+  `total = <number literal>` initialisations and resets: no other assignment, augmented
+  assignment, `del`, `global`, parameter, loop or `with` target, and no use in a nested function,
+  lambda, class or comprehension;
+- the value is proven a float (a criterion or loss call, `.mean()`/`.norm()`/`.float()`-like, a
+  true division, arithmetic with one of these, or a name whose every binding is one) or an
+  integer count (`.sum()` of a comparison or `.eq()`, `count_nonzero`, `.long()`); not model
+  outputs, attributes, `argmax` or unknown calls;
+- for a float, every read is arithmetic or a comparison with a non-string, non-container operand,
+  printing, an f-string (not `{name=}`), `%`/`str.format`/`format`/`round`/`abs`/`math.*`, a
+  logging call, or a copy to another plain name; with an `int` initialiser (`total = 0`) only
+  where `0` and `0.0` act alike (`/`, comparisons, `:.4f`). A count's `int(name)` is the same
+  Python int anywhere, except in an f-string `{name=}`;
+- every read runs less often than the step: under a guard, or, when the statement is in a step
+  loop of a function that is not itself a step, outside every step loop (after it, or in the
+  epoch code; not in a validation loop). The `.item()` itself is not guarded;
+- for a float `+=` (float64 on the device), the file's code (not its comments) names CUDA and no
+  device without float64 (MPS, XLA, XPU, HPU, NPU) nor an API that may pick one at run time
+  (`torch.accelerator`, accelerate, lightning). Counts need no such check.
+
+Not covered: a tensor changed in place through another function it was passed to, a helper that
+holds its own step loop and is itself called once per step, complex-valued tensors, and other
+modules importing a module-level accumulator.
+"""
+
+    node_types = (cst.Call, cst.Name)
+    fix_title = "keep the value on the device and read it (`float()`/`int()`) where it is used"
+
+    def check(self, node: cst.CSTNode, ctx) -> None:
+        state = ctx.state(self)
+        if isinstance(node, cst.Name):  # where each statement runs, for the reads the proof checks
+            places = state.setdefault("places", {})
+            if id(ctx.statement) not in places:
+                places[id(ctx.statement)] = ctx.placement()
+            return
+        if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and host_read_receiver(node, ctx):
+            scope = ctx.function.node if ctx.function is not None else ctx.module
+            site = proof.ItemSite(node, ctx.statement, scope, ctx.placement())
+            build = lambda: proof.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
+                                         state.setdefault("scopes", {})).parts
+            ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))

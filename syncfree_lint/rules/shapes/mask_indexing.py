@@ -1,0 +1,121 @@
+"""SFL202: boolean-mask indexing in a step."""
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors
+from syncfree_lint.rules.base import Rule, method_call
+from syncfree_lint.rules.shapes._common import device_receiver, torch_call
+
+
+class MaskIndexing(Rule):
+    code = "SFL202"
+    name = "boolean-mask-indexing"
+    messages = {
+        "default": "boolean-mask indexing has a data-dependent shape: the host waits for the GPU; use "
+                   "`torch.where(mask, x, 0)` or `masked_fill`",
+        "write": "boolean-mask write of a tensor value has a data-dependent shape: the host waits for the GPU; use "
+                 "`torch.where(mask, value, t)`",
+        "masked_select": "`masked_select` has a data-dependent output shape: the host waits for the GPU; use "
+                         "`torch.where(mask, x, 0)`",
+    }
+    evidence = ("masked_select",)
+    node_types = (cst.Subscript, cst.Assign, cst.AugAssign, cst.Call)
+    invalid = (
+        """
+        def train(model, loader, criterion):
+            for x, y in loader:
+                logits = model(x)
+                valid = y != -100
+                criterion(logits[valid], y[valid]).backward()
+        """,
+        """
+        def train(model, loader):
+            for x, y in loader:
+                out = model(x)
+                out[y == 0] = out.mean()
+                out.sum().backward()
+        """,
+    )
+    valid = (
+        """
+        import torch.nn.functional as F
+
+        def train(model, loader):
+            for x, y in loader:
+                F.cross_entropy(model(x), y, ignore_index=-100).backward()
+        """,
+        """
+        def train(model, loader):
+            for x, y in loader:
+                out = model(x)
+                out[y == 0] = 0.0
+                out.sum().backward()
+        """,
+    )
+    doc = """
+## What it does
+Flags `t[mask]` with a boolean tensor mask inside a step (reads, in-place updates, and writes
+of a tensor value), and `torch.masked_select` / `t.masked_select`. Not flagged:
+`t[mask] = <python scalar>`, which is a `masked_fill` and needs no sync.
+
+## Why it syncs
+The result has as many elements as the mask has `True` values. The host must read that count
+from the device to allocate the output.
+
+## Example
+```python
+for x, y in loader:
+    valid = y != -100
+    loss = criterion(logits[valid], y[valid])
+```
+
+## Use instead
+```python
+for x, y in loader:
+    loss = F.cross_entropy(logits, y, ignore_index=-100)
+    # or: per-element loss, then (loss * valid).sum() / valid.sum().clamp(min=1)
+```
+
+## Fix safety
+No automatic fix.
+"""
+
+    def check(self, node: cst.CSTNode, ctx) -> None:
+        if isinstance(node, cst.Subscript):
+            if ctx.is_store(node):
+                return
+            if _is_mask_index(node, ctx) and ctx.maybe_tensor(node.value):
+                ctx.report(self, node)
+        elif isinstance(node, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, cst.Subscript) and _is_mask_index(target, ctx) and ctx.maybe_tensor(target.value):
+                    if isinstance(node, cst.AugAssign) or not _python_scalar(node.value, ctx):
+                        ctx.report(self, target, "write")
+        elif isinstance(node, cst.Call):
+            if torch_call(node, ctx, "masked_select") or (method_call(node) == "masked_select" and device_receiver(node, ctx)):
+                ctx.report(self, node, "masked_select")
+
+
+def _is_mask_index(node: cst.Subscript, ctx) -> bool:
+    if len(node.slice) != 1:
+        return False
+    element = node.slice[0].slice
+    if not isinstance(element, cst.Index):
+        return False
+    return ctx.kind(element.value) == tensors.MASK
+
+
+def _python_scalar(expr: cst.BaseExpression, ctx) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return True
+    if isinstance(expr, cst.Attribute) and (ctx.qualname(expr) or "") in ("math.inf", "math.nan", "float"):
+        return True
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float":
+        return True
+    return ctx.kind(expr) == tensors.NUMBER

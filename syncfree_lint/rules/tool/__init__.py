@@ -1,0 +1,4 @@
+"""SFL0xx: codes the tool itself reports. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
+
+load_family(__name__, __path__)

@@ -1,0 +1,4 @@
+"""SFL4xx: host-to-device copies inside a step. One module per rule, each imported here."""
+from syncfree_lint.rules.base import load_family
+
+load_family(__name__, __path__)

@@ -1,0 +1,80 @@
+"""SFL402 (opt-in): a batch moved to the device without ``non_blocking=True``."""
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
+from syncfree_lint.rules.base import Rule, method_call, receiver
+
+
+class BlockingBatchTransfer(Rule[cst.Call]):
+    code = "SFL402"
+    name = "blocking-batch-transfer"
+    messages = {
+        "default": "batch moved to the device without `non_blocking=True`: the host waits for the copy; use "
+                   "`pin_memory=True` in the loader and `non_blocking=True`",
+    }
+    node_types = (cst.Call,)
+    default_enabled = False
+    invalid = (
+        """
+        def train(model, loader, device):
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                model(x, y).backward()
+        """,
+    )
+    valid = (
+        """
+        def train(model, loader, device):
+            for x, y in loader:
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                model(x, y).backward()
+        """,
+    )
+    doc = """
+## What it does
+Flags a batch drawn from a data loader moved with `.to(device)` or `.cuda()` without
+`non_blocking=True`, inside a step. Off by default: it costs less than a device-to-host read,
+and only pays off together with pinned memory.
+
+## Why it syncs
+A host-to-device copy from pageable memory blocks the host until the copy is staged. With
+`pin_memory=True` in the loader and `non_blocking=True`, the copy overlaps with compute.
+
+## Example
+```python
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+```
+
+## Use instead
+```python
+loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+for x, y in loader:
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+```
+
+## Fix safety
+No automatic fix yet: `non_blocking=True` without pinned memory gains nothing.
+"""
+
+    def check(self, node: cst.Call, ctx) -> None:
+        name = method_call(node)
+        if name not in ("to", "cuda"):
+            return
+        blocking = keyword_value(node, "non_blocking")
+        if blocking is not None and is_true(blocking):
+            return
+        if ctx.kind(receiver(node)) not in (tensors.BATCH, tensors.HOST_BATCH):
+            return
+        if name == "to":
+            device = keyword_value(node, "device")
+            target = device if device is not None else positional(node, 0)
+            if target is None or is_cpu_device(target, ctx.imports):
+                return
+            if isinstance(target, cst.Attribute) and target.attr.value in ("float16", "bfloat16", "float32", "float", "half",
+                                                                          "long", "int"):
+                return
+        ctx.report(self, node)

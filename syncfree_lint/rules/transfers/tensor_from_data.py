@@ -1,0 +1,93 @@
+"""SFL401: ``torch.tensor(<host data>, device=...)`` in a step."""
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.tensors import is_cpu_device, keyword_value, positional
+from syncfree_lint.rules.base import Rule
+
+
+class TensorFromPythonData(Rule[cst.Call]):
+    code = "SFL401"
+    name = "tensor-from-host-data-in-step"
+    messages = {
+        "default": "`torch.tensor(..., device=...)` in a step copies host data to the device and waits; build it once "
+                   "outside the step, or keep it a CPU tensor",
+        "function": "`torch.{function}(..., device=...)` in a step copies host data to the device and waits; build it "
+                    "once outside the step, or keep it a CPU tensor",
+    }
+    node_types = (cst.Call,)
+    invalid = (
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, loader):
+            for x, y in loader:
+                weights = torch.tensor([1.0, 2.0, 0.5], device="cuda")
+                F.cross_entropy(model(x), y, weight=weights).backward()
+        """,
+    )
+    valid = (
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, loader):
+            weights = torch.tensor([1.0, 2.0, 0.5], device="cuda")
+            for x, y in loader:
+                F.cross_entropy(model(x), y, weight=weights).backward()
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, loader):
+            for x, y in loader:
+                weights = torch.tensor([1.0, 2.0, 0.5], device="cpu")
+                F.cross_entropy(model(x), y, weight=weights).backward()
+        """,
+    )
+    doc = """
+## What it does
+Flags `torch.tensor(<python data>, device=<accelerator>)` and
+`torch.as_tensor(<python data or numpy>, device=...)` inside a step.
+
+## Why it syncs
+The data is in pageable host memory. The copy to the device is synchronous with respect to the
+host (it is staged through a pinned buffer), and on CUDA it also waits on the stream, once per step.
+
+## Example
+```python
+for x, y in loader:
+    weights = torch.tensor([1.0, 2.0, 0.5], device="cuda")
+    loss = F.cross_entropy(model(x), y, weight=weights)
+```
+
+## Use instead
+```python
+weights = torch.tensor([1.0, 2.0, 0.5], device="cuda")  # once, before the loop
+for x, y in loader:
+    loss = F.cross_entropy(model(x), y, weight=weights)
+```
+A Python scalar that changes per step can stay a CPU 0-d tensor: it reaches a GPU kernel as an
+argument, without a copy.
+
+## Fix safety
+No automatic fix: hoisting needs the data to be step-invariant.
+"""
+
+    def check(self, node: cst.Call, ctx) -> None:
+        if not isinstance(node.func, (cst.Attribute, cst.Name)):
+            return
+        qual = ctx.qualname(node.func)
+        if qual not in ("torch.tensor", "torch.as_tensor", "torch.asarray"):
+            return
+        device = keyword_value(node, "device")
+        if device is None or is_cpu_device(device, ctx.imports):
+            return
+        data = positional(node, 0)
+        if data is None or ctx.kind(data) in tensors.DEVICE_TENSORS:
+            return
+        ctx.report(self, node, "function", function=qual.split(".")[-1])
