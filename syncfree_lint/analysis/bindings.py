@@ -14,6 +14,7 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.scope import has_modulo
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
@@ -23,6 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: suffix of an environment key recording that a name holds a remainder (``name %``: never a real name)
 REMAINDER = " %"
+#: suffix of a key recording that a name holds an interval condition (``do_eval = step % k == 0``)
+INTERVAL_FLAG = " %?"
 #: suffix of a key recording that a name holds 1 (a period that defaults to every step: ``period=1``)
 EVERY_STEP = " =1"
 #: suffix of a key recording that a parameter is a switch that is off by default (``debug=False``)
@@ -70,6 +73,7 @@ class BindingsMixin:
         env = self._envs[-1]
         env[name] = kind
         env.pop(name + REMAINDER, None)
+        env.pop(name + INTERVAL_FLAG, None)
         env.pop(name + EVERY_STEP, None)
         env.pop(name + OFF_BY_DEFAULT, None)
         if name.startswith("self.") and self.class_frame is not None:
@@ -121,6 +125,12 @@ class BindingsMixin:
             self._bind(targets[0].value, self.kind(value))
             # `rem = step % log_freq`: `if rem == 0:` is an interval
             self._envs[-1][targets[0].value + REMAINDER] = tensors.NUMBER
+            return
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) \
+                and isinstance(value, (cst.Comparison, cst.BooleanOperation)) and has_modulo(value):
+            self._bind(targets[0].value, self.kind(value))
+            # `do_eval = step % k == 0`: `if do_eval:` / `if do_eval or last:` is an interval too
+            self._envs[-1][targets[0].value + INTERVAL_FLAG] = tensors.OTHER
             return
         if len(targets) == 1 and self._holds_one(value):
             name = dotted(targets[0])

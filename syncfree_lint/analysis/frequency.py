@@ -18,7 +18,7 @@ from syncfree_lint.analysis.scope import (
     is_host_branch, is_memo_guard, is_opt_in_call,
 )
 from syncfree_lint.analysis.arguments import PASSED
-from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT, REMAINDER
+from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.options import off_by_default
 
@@ -113,6 +113,7 @@ class FrequencyMixin:
         """``if rem == 0:`` / ``if not rem:`` where ``rem = step % k`` (an interval guard by data flow)."""
         if isinstance(test, cst.BooleanOperation):
             return self._tests_remainder(test.left) or self._tests_remainder(test.right)
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test = test.expression
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -120,7 +121,11 @@ class FrequencyMixin:
             if not any(isinstance(side, cst.Integer) and side.value == "0" for side in sides):
                 return False
             test = next((side for side in sides if isinstance(side, cst.Name)), test)
-        return isinstance(test, cst.Name) and self.lookup(test.value + REMAINDER) is not None
+        if not isinstance(test, cst.Name):
+            return False
+        # `if not rem:` is `rem == 0`; `if not do_eval:` is every other step
+        return self.lookup(test.value + REMAINDER) is not None or (
+            not negated and self.lookup(test.value + INTERVAL_FLAG) is not None)
 
     def _is_host_number(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.Name, cst.Attribute)):
