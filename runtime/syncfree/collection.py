@@ -139,18 +139,20 @@ class MetricCollection(nn.Module, SyncLifecycle):
             candidates = self._explicit_groups(spec, names)
         groups: List[List[str]] = []
         for candidate in candidates:
-            leader = self._metrics[candidate[0]]
-            group = [candidate[0]]
-            for n in candidate[1:]:
+            subgroups: List[List[str]] = []  # an updated member keeps its own states
+            for n in candidate:
                 member = self._metrics[n]
-                if member.state is not leader.state:
-                    if not (member.state.pristine and leader.state.pristine):
-                        groups.append([n])  # already updated: it keeps its own states
-                        continue
-                    member.share_state(leader)
-                group.append(n)
-            groups.append(group)
-        self._groups = groups
+                for group in subgroups:
+                    leader = self._metrics[group[0]]
+                    if member.state is leader.state or (member.state.pristine and leader.state.pristine):
+                        if member.state is not leader.state:
+                            member.share_state(leader)
+                        group.append(n)
+                        break
+                else:
+                    subgroups.append([n])
+            groups.extend(subgroups)
+        self._groups = sorted(groups, key=lambda group: names.index(group[0]))
 
     def _explicit_groups(self, spec: List[List[str]], names: List[str]) -> List[List[str]]:
         listed = [n for g in spec for n in g]
