@@ -7,8 +7,9 @@ arguments, e.g. ``MulticlassAccuracy``, ``MulticlassPrecision``, ``MulticlassRec
 collection's ``update`` runs the first member's update only, ``forward`` computes the batch's
 states once and every member's value from them, and a sync reduces the shared states once. Only
 members never updated (or reset) are grouped, so no accumulated state is lost. Each member's
-value stays what it would be alone; calling ``update`` on a grouped member directly updates its
-whole group (as torchmetrics' shared state references do). ``compute_groups=False`` turns it off;
+value stays what it would be alone; a member updated, reset or loaded on its own (``c["acc"].update``)
+leaves its group with a copy of the states (on the device, no sync), so it counts its own updates
+once, as it would alone. ``compute_groups=False`` turns it off;
 a list of lists of member names fixes the groups (each must share a key).
 """
 
@@ -170,7 +171,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
     @property
     def compute_groups(self) -> Dict[int, List[str]]:
         """The groups of members that share states (torchmetrics' ``compute_groups``)."""
-        return {i: list(group) for i, group in enumerate(self._groups)}
+        return {i: list(group) for i, group in enumerate(self._current_groups())}
 
 
     # ---- dict-like --------------------------------------------------------------------
@@ -211,19 +212,32 @@ class MetricCollection(nn.Module, SyncLifecycle):
         accepted = self._kwarg_names[name]
         return kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
 
+    def _current_groups(self) -> List[List[str]]:
+        """The groups, split where a member left its group (updated, reset or loaded on its own)."""
+        metrics = self._metrics
+        if any(metrics[group[0]].state.owners != len(group) for group in self._groups):
+            groups: List[List[str]] = []
+            for group in self._groups:
+                by_state: Dict[int, List[str]] = {}
+                for name in group:
+                    by_state.setdefault(id(metrics[name].state), []).append(name)
+                groups.extend(by_state.values())
+            self._groups = groups
+        return self._groups
+
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Update every compute group once with the same arguments (keywords filtered per member)."""
         metrics = self._metrics
         with shared_argmax():  # multiclass members of different groups compute preds.argmax(1) once
-            for group in self._groups:
-                metrics[group[0]].update(*args, **self._member_kwargs(group[0], kwargs))
+            for group in self._current_groups():
+                metrics[group[0]].update_group(*args, **self._member_kwargs(group[0], kwargs))
 
     def forward(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
         """Update every member and return each member's batch value (a group's batch states are made once)."""
         metrics = self._metrics
         values: Dict[str, Tensor] = {}
         with shared_argmax():
-            for group in self._groups:
+            for group in self._current_groups():
                 leader = metrics[group[0]]
                 batch = leader.batch_states(*args, **self._member_kwargs(group[0], kwargs))
                 leader.merge_batch(batch)
@@ -267,7 +281,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
 
     def reset(self) -> None:
         for m in self._metrics.values():
-            m.reset()
+            m.reset_group()
         self._sync_record.pending = None
 
     # ---- checkpoint -------------------------------------------------------------------

@@ -241,7 +241,19 @@ class Metric(nn.Module, SyncLifecycle):
                              "their updates differ")
         if not (self.state.pristine and leader.state.pristine):
             raise ValueError("only metrics that were never updated (or were reset) can share states")
-        self.state = leader.state
+        if self.state is not leader.state:
+            self._own_state().owners -= 1
+            leader.state.owners += 1
+            self.state = leader.state
+
+    def _own_state(self) -> MetricState:
+        """This metric's states, held by it alone: a member of a compute group that is updated, reset
+        or loaded on its own (not through its collection) leaves the group with a copy of them."""
+        state = self.state
+        if state.owners > 1:
+            state.owners -= 1
+            state = self.state = state.copy()
+        return state
 
     # ---- what subclasses write ----------------------------------------------------------
     def _accumulate(self, S: StateView, *args: Any, **kwargs: Any) -> None:
@@ -255,6 +267,13 @@ class Metric(nn.Module, SyncLifecycle):
     # ---- lifecycle ----------------------------------------------------------------------
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Add one batch to the local states, in place, without a host sync."""
+        if self.state.owners > 1:
+            self._own_state()
+        self.update_group(*args, **kwargs)
+
+    def update_group(self, *args: Any, **kwargs: Any) -> None:
+        """``update`` of the states this metric holds, also when a compute group shares them (what
+        a collection calls once per group)."""
         state = self.state
         if not torch.compiler.is_compiling():  # a changing int would recompile per call
             state.updates += 1
@@ -280,6 +299,8 @@ class Metric(nn.Module, SyncLifecycle):
 
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
         """Update with the batch and return the metric of this batch alone (no sync)."""
+        if self.state.owners > 1:
+            self._own_state()
         batch = self.batch_states(*args, **kwargs)
         self.merge_batch(batch)
         return self._compute(batch)
@@ -307,6 +328,12 @@ class Metric(nn.Module, SyncLifecycle):
 
     def reset(self) -> None:
         """Return every state to its neutral element and drop any synced copy."""
+        if self.state.owners > 1:
+            self._own_state()
+        self.reset_group()
+
+    def reset_group(self) -> None:
+        """``reset`` of the states this metric holds, also when a compute group shares them."""
         self.state.reset()
         self._sync_record.pending = None
 
@@ -396,6 +423,8 @@ class Metric(nn.Module, SyncLifecycle):
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, **kwargs: Any) -> None:  # type: ignore[override]
         """Load a checkpoint of this class; a list of per-rank checkpoints is merged first."""
+        if self.state.owners > 1:
+            self._own_state()
         _ckpt.load_metric(self, state_dict, strict=strict)
 
     def extra_repr(self) -> str:

@@ -82,9 +82,11 @@ class MetricState:
         self.flats: Dict[str, Tensor] = {}
         self.view = StateView()
         self.synced: Optional[Dict[str, Tensor]] = None
-        # Host-side facts (no sync): updates ever made, and whether the states are still neutral.
+        # Host-side facts (no sync): updates ever made, whether the states are still neutral, and
+        # how many metrics hold this object (more than one: a collection's compute group).
         self.updates = 0
         self.pristine = True
+        self.owners = 1
 
     # ---- layout ---------------------------------------------------------------------------
     def add_group(self, flat: str, specs: Sequence[Tuple[str, Sequence[int], str]], dtype: torch.dtype,
@@ -162,6 +164,17 @@ class MetricState:
         """Record that the local states changed: the synced copy no longer describes them."""
         self.synced = None
         self.pristine = False
+
+    def copy(self) -> "MetricState":
+        """An independent copy (the flat tensors cloned on their device, no sync), held by one metric."""
+        twin = MetricState()
+        twin.layout = {name: list(slots) for name, slots in self.layout.items()}
+        twin.reductions = dict(self.reductions)
+        twin.flats = {name: t.clone() for name, t in self.flats.items()}
+        twin.synced = dict(self.synced) if self.synced is not None else None
+        twin.updates, twin.pristine = self.updates, self.pristine
+        twin._bind()
+        return twin
 
     def scratch(self) -> StateView:
         """Neutral states of this layout in fresh tensors (one batch, for ``forward``)."""

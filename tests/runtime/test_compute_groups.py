@@ -146,3 +146,49 @@ def test_sharing_survives_pickle_deepcopy_move_and_checkpoint():
     twin.update(preds, target)
     c.update(preds, target)
     assert syncfree.to_host(twin) == syncfree.to_host(c)
+
+
+def test_a_member_updated_on_its_own_leaves_its_group_and_counts_once():
+    kw = {"num_classes": 3, "average": "micro"}
+    ours = syncfree.MetricCollection({"stats": syncfree.MulticlassStatScores(**kw),
+                                      "acc": syncfree.MulticlassAccuracy(**kw),
+                                      "cm": syncfree.MulticlassConfusionMatrix(3),
+                                      "jac": syncfree.MulticlassJaccardIndex(3)})
+    ref = torchmetrics.MetricCollection({"stats": torchmetrics.classification.MulticlassStatScores(**kw),
+                                         "acc": torchmetrics.classification.MulticlassAccuracy(**kw),
+                                         "cm": torchmetrics.classification.MulticlassConfusionMatrix(3),
+                                         "jac": torchmetrics.classification.MulticlassJaccardIndex(3)},
+                                        # torchmetrics re-links a group member's states to its leader's at the
+                                        # next collection update, dropping what it accumulated alone: compare
+                                        # with members that never share (what each would give alone).
+                                        compute_groups=False)
+    assert ours.compute_groups == {0: ["stats", "acc"], 1: ["cm", "jac"]}
+    g = torch.Generator().manual_seed(3)
+    batches = [(torch.randn(7, 3, generator=g), torch.randint(0, 3, (7,), generator=g)) for _ in range(3)]
+    ours.update(*batches[0])
+    ref.update(*batches[0])
+    for name in ("stats", "acc", "cm", "jac"):  # the README's member-wise style: each counts its batch once
+        ours[name].update(*batches[1])
+        ref[name].update(*batches[1])
+    assert ours.compute_groups == {0: ["stats"], 1: ["acc"], 2: ["cm"], 3: ["jac"]}
+    ours["acc"](*batches[2])
+    ref["acc"](*batches[2])
+    ours["cm"].reset()
+    ref["cm"].reset()
+    ours.update(*batches[2])
+    ref.update(*batches[2])
+    got = syncfree.to_host(ours)
+    for k, v in ref.compute().items():
+        assert torch.allclose(torch.tensor(got[k], dtype=torch.float64), v.double(), atol=1e-6), k
+
+
+def test_leaving_a_group_keeps_the_others_shared():
+    c = _four(syncfree, 5)
+    preds, target = torch.randn(6, 5), torch.randint(0, 5, (6,))
+    c.update(preds, target)
+    c["MulticlassAccuracy"].update(preds, target)
+    assert c.compute_groups == {0: ["MulticlassAccuracy"],
+                                1: ["MulticlassPrecision", "MulticlassRecall", "MulticlassF1Score"]}
+    assert c["MulticlassPrecision"].state.owners == 3 and c["MulticlassAccuracy"].state.owners == 1
+    assert int(c["MulticlassAccuracy"].local_states()["confmat"].sum()) == 12
+    assert int(c["MulticlassRecall"].local_states()["confmat"].sum()) == 6
