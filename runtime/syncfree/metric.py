@@ -284,17 +284,17 @@ class Metric(nn.Module, SyncLifecycle):
     def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
         """The states of this batch alone (fresh tensors); the metric's states are not touched.
 
-        Checks the author's contract: ``_accumulate`` must write the scratch ``S`` it is given, and
-        only it (:class:`~syncfree.state.StateContractError` otherwise).
+        Checks the author's contract: ``_accumulate`` writes the scratch ``S`` it is given, never the
+        metric's own states (:class:`~syncfree.state.StateContractError` otherwise).
         """
         state = self.state
         scratch = state.scratch()
         if torch.compiler.is_compiling():
             self._accumulate(scratch, *args, **kwargs)
         else:
-            before, scratch_before = state.versions(), state.versions(scratch)
+            before = state.versions()
             self._accumulate(scratch, *args, **kwargs)
-            state.check_batch(type(self).__name__, before, scratch, scratch_before)
+            state.check_batch(type(self).__name__, before)
         return state.batch_of(scratch)
 
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:

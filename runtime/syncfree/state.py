@@ -11,7 +11,7 @@ The metric author's contract: ``_accumulate(S, *args)`` adds one batch *in place
 held by ``S``, a :class:`StateView`; it never assigns a state (``StateView`` raises
 :class:`StateContractError` on assignment) and never writes the metric's own states (``forward``
 passes a scratch view and checks, with the tensors' version counters, that the metric's states were
-left alone and the scratch was written; see :meth:`MetricState.check_batch`).
+left alone; see :meth:`MetricState.check_batch`).
 """
 
 from __future__ import annotations
@@ -209,24 +209,21 @@ class MetricState:
         return {name: views[name] for name in self.reductions}
 
     # ---- the author's contract ----------------------------------------------------------------
-    def versions(self, view: Optional[StateView] = None) -> Tuple[int, ...]:
-        """The version counters of the flat tensors held by ``view`` (default: the local ones)."""
-        views = (self.view if view is None else view).__dict__
+    def versions(self) -> Tuple[int, ...]:
+        """The version counters of the local flat tensors (an in-place write increments them)."""
+        views = self.view.__dict__
         return tuple(views[name]._version for name in self.layout)
 
-    def check_batch(self, owner: str, before: Tuple[int, ...], scratch: StateView,
-                    scratch_before: Tuple[int, ...]) -> None:
-        """After ``_accumulate(scratch, ...)``: raise unless it wrote ``scratch`` and left the local states."""
+    def check_batch(self, owner: str, before: Tuple[int, ...]) -> None:
+        """After ``_accumulate(scratch, ...)``: raise if it wrote the local states (versions ``before``).
+
+        (Writing nothing is allowed: an empty batch adds nothing. Assigning a state raises at once.)
+        """
         if self.versions() != before:
             raise StateContractError(
                 f"{owner}._accumulate wrote the metric's own states instead of the S it was given, so "
                 "forward() would return a wrong batch value: write every state through the S argument "
                 "(S.total.add_(x), not self.total.add_(x))"
-            )
-        if self.layout and self.versions(scratch) == scratch_before:
-            raise StateContractError(
-                f"{owner}._accumulate wrote none of the states of the S it was given: write every state in "
-                "place through the S argument (S.total.add_(x)); a state assigned or written elsewhere is lost"
             )
 
     # ---- device and dtype --------------------------------------------------------------------
