@@ -3,6 +3,7 @@
     python benchmarks/metric_update.py                 # CPU
     python benchmarks/metric_update.py --device cuda   # GPU (each timed loop ends with a sync)
     python benchmarks/metric_update.py --quick --out benchmarks/results/metric_update_cpu.txt
+    python benchmarks/metric_update.py --threads 1     # a loaded shared CPU (see --threads)
 
 Method: for each pair, the same pre-generated batches (on ``--device``) are fed to both metrics;
 after ``--warmup`` updates, ``--iters`` updates are timed with ``time.perf_counter`` (on CUDA the
@@ -159,6 +160,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="also write the report to this file")
     parser.add_argument("--note", help="a line added to the report (e.g. the machine's load)")
     parser.add_argument("--only", help="run only the rows whose name contains this text")
+    parser.add_argument("--threads", type=int, help="torch intra-op threads for both libraries (default: "
+                        "torch's). 1 on a loaded shared CPU: a 2-thread op then waits for a descheduled "
+                        "worker, which moves single rows by 10x between runs")
     args = parser.parse_args(argv)
     if args.quick:
         args.iters, args.warmup, args.repeats = 200, 20, 2
@@ -166,6 +170,8 @@ def main(argv=None) -> int:
     import torch
     import torchmetrics
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda and not torch.cuda.is_available():
