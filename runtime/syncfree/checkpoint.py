@@ -118,7 +118,7 @@ def merge_state_dicts(state_dicts: Sequence[Mapping[str, Any]]) -> Dict[str, Any
     if not state_dicts:
         raise ValueError("merge_state_dicts needs at least one state dict")
     first = state_dicts[0]
-    cls = first.get("_class") if isinstance(first, Mapping) else None
+    cls = str(first.get("_class")) if isinstance(first, Mapping) else "a metric"
     for sd in state_dicts:
         _check_header(sd, cls)
     if cls == _COLLECTION:

@@ -16,7 +16,7 @@ a list of lists of member names fixes the groups (each must share a key).
 from __future__ import annotations
 
 import inspect
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from torch import Tensor, nn
 
@@ -35,6 +35,19 @@ def _accepted_kwargs(metric: Metric) -> Optional[set]:
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return None
     return {p.name for p in params}
+
+
+class _Members(nn.ModuleDict):
+    """The members by name: an ``nn.ModuleDict`` (``.to()`` and ``state_dict`` reach them) typed as metrics."""
+
+    def __getitem__(self, key: str) -> Metric:
+        return cast(Metric, self._modules[key])
+
+    def items(self) -> List[Tuple[str, Metric]]:  # type: ignore[override]
+        return [(name, cast(Metric, m)) for name, m in self._modules.items()]
+
+    def values(self) -> List[Metric]:  # type: ignore[override]
+        return [cast(Metric, m) for m in self._modules.values()]
 
 
 def _check_compute_groups(value: Any) -> Union[bool, List[List[str]]]:
@@ -70,7 +83,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
         self._default_group, _ = parse_base_kwargs("MetricCollection", kwargs)  # members decide sync_on_compute
         self.prefix = self._check_fix("prefix", prefix)
         self.postfix = self._check_fix("postfix", postfix)
-        self._metrics = nn.ModuleDict()
+        self._metrics = _Members()
         self._sync_record = SyncRecord()
         self._kwarg_names: Dict[str, Optional[set]] = {}
         self._group_spec = _check_compute_groups(compute_groups)
@@ -199,7 +212,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._metrics or key in self.keys()
+        return isinstance(key, str) and (key in self._metrics or key in self.keys())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())

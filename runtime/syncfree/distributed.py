@@ -255,7 +255,7 @@ class PendingSync:
             if _timed_out(exc):
                 raise self._timeout_error(exc, timeout, "the layout check (the first collective of every sync)") from exc
             raise
-        rows = [tuple(int(v) for v in r.tolist()) for r in self.rows]
+        rows: List[Tuple[int, int, int]] = [(int(a), int(b), int(c)) for a, b, c in (r.tolist() for r in self.rows)]
         if any(row[0] != rows[0][0] for row in rows):
             self._mismatch(rows, deadline)
 
