@@ -3,11 +3,13 @@
     python benchmarks/metric_update.py                 # CPU
     python benchmarks/metric_update.py --device cuda   # GPU (each timed loop ends with a sync)
     python benchmarks/metric_update.py --quick --out benchmarks/results/metric_update_cpu.txt
+    python benchmarks/metric_update.py --threads 1     # a loaded shared CPU (see --threads)
 
 Method: for each pair, the same pre-generated batches (on ``--device``) are fed to both metrics;
 after ``--warmup`` updates, ``--iters`` updates are timed with ``time.perf_counter`` (on CUDA the
 loop is closed by one ``torch.cuda.synchronize()``, so the time includes the device work and,
-for torchmetrics, its per-update host syncs).  The best of ``--repeats`` runs is reported.
+for torchmetrics, its per-update host syncs).  The best of ``--repeats`` runs is reported; the
+runs of the two libraries alternate, so that load from other processes hits both alike.
 """
 
 from __future__ import annotations
@@ -128,23 +130,29 @@ def _batches(kind: str, n: int, batch: int, num_classes: int, device):
     return out
 
 
-def _time_updates(metric, batches, warmup: int, iters: int, repeats: int, cuda: bool) -> float:
+def _run(metric, batches, iters: int, cuda: bool) -> float:
+    """Seconds for ``iters`` updates."""
     import torch
 
     nb = len(batches)
-    for i in range(warmup):
+    start = time.perf_counter()
+    for i in range(iters):
         metric.update(*batches[i % nb])
     if cuda:
         torch.cuda.synchronize()
-    best = float("inf")
+    return time.perf_counter() - start
+
+
+def _time_pair(ours, ref, batches, warmup: int, iters: int, repeats: int, cuda: bool):
+    """Best µs per update of ``ours`` and ``ref``, their timed runs interleaved (ours, ref, ours, ...)
+    so that a change of load on a shared machine hits both alike."""
+    _run(ours, batches, warmup, cuda)
+    _run(ref, batches, warmup, cuda)
+    best_ours = best_ref = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
-        for i in range(iters):
-            metric.update(*batches[i % nb])
-        if cuda:
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return best / iters * 1e6
+        best_ours = min(best_ours, _run(ours, batches, iters, cuda))
+        best_ref = min(best_ref, _run(ref, batches, iters, cuda))
+    return best_ours / iters * 1e6, best_ref / iters * 1e6
 
 
 def main(argv=None) -> int:
@@ -154,11 +162,14 @@ def main(argv=None) -> int:
     parser.add_argument("--num-classes", type=int, default=10, help="multiclass classes (10)")
     parser.add_argument("--iters", type=int, default=2000, help="timed updates per run (2000)")
     parser.add_argument("--warmup", type=int, default=100, help="untimed updates first (100)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs, best kept (3)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs, best kept (5)")
     parser.add_argument("--quick", action="store_true", help="short run: 200 iters, 20 warm-up")
     parser.add_argument("--out", help="also write the report to this file")
     parser.add_argument("--note", help="a line added to the report (e.g. the machine's load)")
     parser.add_argument("--only", help="run only the rows whose name contains this text")
+    parser.add_argument("--threads", type=int, help="torch intra-op threads for both libraries (default: "
+                        "torch's). 1 on a loaded shared CPU: a 2-thread op then waits for a descheduled "
+                        "worker, which moves single rows by 10x between runs")
     args = parser.parse_args(argv)
     if args.quick:
         args.iters, args.warmup, args.repeats = 200, 20, 2
@@ -166,6 +177,8 @@ def main(argv=None) -> int:
     import torch
     import torchmetrics
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -198,8 +211,7 @@ def main(argv=None) -> int:
         batches = _batches(kind, 8, args.batch, args.num_classes, device)
         ours = ours_cls(**kwargs).to(device)
         ref = ref_cls(**kwargs).to(device)
-        t_ours = _time_updates(ours, batches, args.warmup, args.iters, args.repeats, cuda)
-        t_ref = _time_updates(ref, batches, args.warmup, args.iters, args.repeats, cuda)
+        t_ours, t_ref = _time_pair(ours, ref, batches, args.warmup, args.iters, args.repeats, cuda)
         ratio = t_ref / t_ours
         ratios.append(ratio)
         line = f"{name:<34}{t_ours:>13.1f}{t_ref:>17.1f}{ratio:>9.2f}x"

@@ -178,6 +178,9 @@ class _Labels(Metric):
 
     num_classes: int
     ignore_index: Optional[int]
+    # What the updates read besides the states (see Metric._update_attributes): compute groups.
+    _update_attributes = ("num_classes", "ignore_index", "threshold", "top_k", "_ignored_first", "_use_lut",
+                          "_use_hist")
     # Binary float preds: decide logits vs probabilities after dropping ignored entries
     # (torchmetrics' confusion matrix) or over every entry (its stat scores).
     _ignored_first = False
@@ -205,9 +208,10 @@ class _Labels(Metric):
         bad = (self.states() if states is None else states)["_bad_labels"].sum()
         return [(bad, policy, message) for _, policy, message in self._checks if policy != "off"]
 
-    def _upgrade_v1(self, states: Dict[str, Tensor]) -> Dict[str, Tensor]:
+    def upgrade_states(self, version: int, states: Dict[str, Tensor]) -> Dict[str, Tensor]:
         """A version-1 confusion matrix checkpoint (``_bad_label_count``) in the version-2 layout."""
-        if getattr(self, "_hist_layout", False) and "confmat" in states and "_bad_label_count" in states:
+        if (version == 1 and getattr(self, "_hist_layout", False) and "confmat" in states
+                and "_bad_label_count" in states):
             states = dict(states)
             bad = torch.zeros(2, self.num_classes, dtype=torch.int64)
             bad[0, 0] = states.pop("_bad_label_count").to(torch.int64).reshape(())

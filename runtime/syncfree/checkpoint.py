@@ -44,6 +44,8 @@ from typing import Any, Dict, List, Mapping, Sequence
 import torch
 from torch import Tensor
 
+from syncfree.state import identity_value
+
 VERSION = 2
 # Versions this syncfree reads (1: same states except the stat scores, see the module docstring).
 READABLE = (1, 2)
@@ -60,26 +62,26 @@ def _rank_and_world(group: Any) -> tuple:
 
 def metric_state_dict(metric: Any) -> Dict[str, Any]:
     """The checkpoint of one metric: its local states and how they reduce."""
-    rank, world = _rank_and_world(metric._default_group)
+    rank, world = _rank_and_world(metric.process_group)
     return {
         "_version": VERSION,
         "_class": type(metric).__name__,
         "_rank": rank,
         "_world_size": world,
-        "reductions": dict(metric._reductions),
-        "states": {name: t.detach().clone() for name, t in metric.local_states().items()},
+        "reductions": dict(metric.state.reductions),
+        "states": {name: t.detach().clone() for name, t in metric.state.local().items()},
     }
 
 
 def collection_state_dict(collection: Any) -> Dict[str, Any]:
     """The checkpoint of a collection: its members' checkpoints by name."""
-    rank, world = _rank_and_world(collection._default_group)
+    rank, world = _rank_and_world(collection.process_group)
     return {
         "_version": VERSION,
         "_class": _COLLECTION,
         "_rank": rank,
         "_world_size": world,
-        "metrics": {name: m.state_dict() for name, m in collection._metrics.items()},
+        "metrics": {name: m.state_dict() for name, m in collection.items(keep_base=True)},
     }
 
 
@@ -116,7 +118,7 @@ def merge_state_dicts(state_dicts: Sequence[Mapping[str, Any]]) -> Dict[str, Any
     if not state_dicts:
         raise ValueError("merge_state_dicts needs at least one state dict")
     first = state_dicts[0]
-    cls = first.get("_class") if isinstance(first, Mapping) else None
+    cls = str(first.get("_class")) if isinstance(first, Mapping) else "a metric"
     for sd in state_dicts:
         _check_header(sd, cls)
     if cls == _COLLECTION:
@@ -150,8 +152,6 @@ def merge_state_dicts(state_dicts: Sequence[Mapping[str, Any]]) -> Dict[str, Any
 
 def neutral_state_dict(sd: Mapping[str, Any]) -> Dict[str, Any]:
     """A checkpoint of the same layout whose states are the neutral elements (an empty rank)."""
-    from syncfree.metric import identity_value
-
     if sd["_class"] == _COLLECTION:
         return {**sd, "metrics": {n: neutral_state_dict(m) for n, m in sd["metrics"].items()}}
     states = {
@@ -179,15 +179,15 @@ def load_metric(metric: Any, sd: Any, strict: bool = True) -> None:
 def _prepare_metric_load(metric: Any, sd: Any, strict: bool) -> Dict[str, Tensor]:
     """Validate ``sd`` for ``metric``; return the new value of every state (nothing is modified)."""
     name = type(metric).__name__
-    sd = _for_this_rank(sd, metric._default_group)
+    sd = _for_this_rank(sd, metric.process_group)
     _check_header(sd, name)
     for key in ("states", "reductions"):
         if key not in sd:
             raise ValueError(f"{name} checkpoint is missing the {key!r} field")
-    own = metric.local_states()
+    own = metric.state.local()
     saved = sd["states"]
-    if sd["_version"] == 1 and hasattr(metric, "_upgrade_v1"):
-        saved = metric._upgrade_v1(saved)
+    if sd["_version"] != VERSION:
+        saved = metric.upgrade_states(sd["_version"], dict(saved))
     missing = [k for k in own if k not in saved]
     unexpected = [k for k in saved if k not in own]
     if missing or (strict and unexpected):
@@ -214,10 +214,7 @@ def _prepare_metric_load(metric: Any, sd: Any, strict: bool) -> Dict[str, Tensor
 
 
 def _apply_metric_load(metric: Any, values: Mapping[str, Tensor]) -> None:
-    own = metric.local_states()
-    for key, value in values.items():
-        own[key].copy_(value)
-    metric._synced = None
+    metric.state.load(values)
 
 
 def load_collection(collection: Any, sd: Any, strict: bool = True) -> None:
@@ -225,10 +222,11 @@ def load_collection(collection: Any, sd: Any, strict: bool = True) -> None:
 
     All or nothing: every member's checkpoint is validated before any member is modified.
     """
-    sd = _for_this_rank(sd, collection._default_group)
+    sd = _for_this_rank(sd, collection.process_group)
     _check_header(sd, _COLLECTION)
     saved: Dict[str, Any] = sd.get("metrics", {})
-    own: List[str] = list(collection._metrics)
+    members = dict(collection.items(keep_base=True))
+    own: List[str] = list(members)
     missing = [k for k in own if k not in saved]
     unexpected = [k for k in saved if k not in own]
     if missing or (strict and unexpected):
@@ -239,8 +237,8 @@ def load_collection(collection: Any, sd: Any, strict: bool = True) -> None:
     prepared = {}
     for key in own:
         try:
-            prepared[key] = _prepare_metric_load(collection._metrics[key], saved[key], strict)
+            prepared[key] = _prepare_metric_load(members[key], saved[key], strict)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"MetricCollection member {key!r}: {exc} (nothing was loaded)") from exc
     for key in own:
-        _apply_metric_load(collection._metrics[key], prepared[key])
+        _apply_metric_load(members[key], prepared[key])

@@ -1,14 +1,30 @@
-"""``MetricCollection``: a dict of metrics updated together and synced with one buffer per bucket."""
+"""``MetricCollection``: a dict of metrics updated together, sharing work, synced with one buffer per bucket.
+
+Compute groups: members whose updates fill their states alike (equal
+:meth:`~syncfree.metric.Metric.compute_group_key`: the same update code, state layout and update
+arguments, e.g. ``MulticlassAccuracy``, ``MulticlassPrecision``, ``MulticlassRecall`` and
+``MulticlassF1Score`` of one ``num_classes``) hold ONE :class:`~syncfree.state.MetricState`: the
+collection's ``update`` runs the first member's update only, ``forward`` computes the batch's
+states once and every member's value from them, and a sync reduces the shared states once. Only
+members never updated (or reset) are grouped, so no accumulated state is lost. Each member's
+value stays what it would be alone; a member updated, reset or loaded on its own (``c["acc"].update``)
+leaves its group with a copy of the states (on the device, no sync), so it counts its own updates
+once, as it would alone. ``compute_groups=False`` turns it off;
+a list of lists of member names fixes the groups (each must share a key).
+"""
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from torch import nn
+from torch import Tensor, nn
 
 from syncfree import checkpoint as _ckpt
 from syncfree._labels import shared_argmax
+from syncfree.distributed import SyncRecord
+from syncfree.host import report_counters
+from syncfree.lifecycle import Counter, SyncLifecycle, SyncPart
 from syncfree.metric import Metric, parse_base_kwargs
 
 
@@ -21,14 +37,37 @@ def _accepted_kwargs(metric: Metric) -> Optional[set]:
     return {p.name for p in params}
 
 
-class MetricCollection(nn.Module):
+class _Members(nn.ModuleDict):
+    """The members by name: an ``nn.ModuleDict`` (``.to()`` and ``state_dict`` reach them) typed as metrics."""
+
+    def __getitem__(self, key: str) -> Metric:
+        return cast(Metric, self._modules[key])
+
+    def items(self) -> List[Tuple[str, Metric]]:  # type: ignore[override]
+        return [(name, cast(Metric, m)) for name, m in self._modules.items()]
+
+    def values(self) -> List[Metric]:  # type: ignore[override]
+        return [cast(Metric, m) for m in self._modules.values()]
+
+
+def _check_compute_groups(value: Any) -> Union[bool, List[List[str]]]:
+    if isinstance(value, bool):
+        return value
+    if (isinstance(value, (list, tuple)) and all(isinstance(g, (list, tuple)) for g in value)
+            and all(isinstance(n, str) for g in value for n in g)):
+        return [list(g) for g in value]
+    raise ValueError("MetricCollection: compute_groups must be True, False or a list of lists of member "
+                     f"names, got {value!r}")
+
+
+class MetricCollection(nn.Module, SyncLifecycle):
     """Metrics sharing ``update`` arguments; ``compute`` returns a dict.
 
     ``trigger_sync`` packs every state of every member with the same (dtype, reduce op) into one
-    flat buffer: one ``all_reduce`` per bucket for the whole collection.
+    flat buffer: one ``all_reduce`` per bucket for the whole collection. Members that fill their
+    states alike share them (compute groups, see the module docstring).
     Accepts torchmetrics' arguments: a metric, a list or dict of metrics (nested collections are
-    flattened), ``prefix``, ``postfix``; ``compute_groups`` is accepted and ignored (members
-    never share state here).
+    flattened), ``prefix``, ``postfix``, ``compute_groups``.
     """
 
     def __init__(
@@ -44,10 +83,11 @@ class MetricCollection(nn.Module):
         self._default_group, _ = parse_base_kwargs("MetricCollection", kwargs)  # members decide sync_on_compute
         self.prefix = self._check_fix("prefix", prefix)
         self.postfix = self._check_fix("postfix", postfix)
-        self._metrics = nn.ModuleDict()
-        self._verified_layouts: dict = {}  # group -> (layout hash, bucket specs) of the last verified sync
-        self._pending: Any = None
+        self._metrics = _Members()
+        self._sync_record = SyncRecord()
         self._kwarg_names: Dict[str, Optional[set]] = {}
+        self._group_spec = _check_compute_groups(compute_groups)
+        self._groups: List[List[str]] = []  # member names; the first one's update serves the group
         self.add_metrics(metrics, *additional_metrics)
 
     @staticmethod
@@ -88,6 +128,64 @@ class MetricCollection(nn.Module):
                 raise ValueError(f"MetricCollection: two metrics are named {name!r}; pass a dict to name them")
             self._metrics[name] = m
             self._kwarg_names[name] = _accepted_kwargs(m)
+        self._form_groups()
+
+    # ---- compute groups ---------------------------------------------------------------
+    def _form_groups(self) -> None:
+        """Group members whose states can be shared, and make them share (see the module docstring)."""
+        names = list(self._metrics)
+        spec = self._group_spec
+        if spec is False:
+            candidates = [[n] for n in names]
+        elif spec is True:
+            by_key: Dict[Any, List[str]] = {}
+            candidates = []
+            for n in names:
+                key = self._metrics[n].compute_group_key()
+                if key is None:
+                    candidates.append([n])
+                elif key in by_key:
+                    by_key[key].append(n)
+                else:
+                    by_key[key] = [n]
+                    candidates.append(by_key[key])
+        else:
+            candidates = self._explicit_groups(spec, names)
+        groups: List[List[str]] = []
+        for candidate in candidates:
+            subgroups: List[List[str]] = []  # an updated member keeps its own states
+            for n in candidate:
+                member = self._metrics[n]
+                for group in subgroups:
+                    leader = self._metrics[group[0]]
+                    if member.state is leader.state or (member.state.pristine and leader.state.pristine):
+                        if member.state is not leader.state:
+                            member.share_state(leader)
+                        group.append(n)
+                        break
+                else:
+                    subgroups.append([n])
+            groups.extend(subgroups)
+        self._groups = sorted(groups, key=lambda group: names.index(group[0]))
+
+    def _explicit_groups(self, spec: List[List[str]], names: List[str]) -> List[List[str]]:
+        listed = [n for g in spec for n in g]
+        unknown = sorted(set(listed) - set(names))
+        if unknown or len(listed) != len(set(listed)):
+            raise ValueError(f"MetricCollection: compute_groups names unknown or repeated members {unknown or listed}; "
+                             f"the members are {names}")
+        for group in spec:
+            keys = {self._metrics[n].compute_group_key() for n in group}
+            if len(group) > 1 and (None in keys or len(keys) > 1):
+                raise ValueError(f"MetricCollection: the members {group} cannot share states (their updates "
+                                 "differ); list only metrics of one kind and one set of update arguments together")
+        return [list(g) for g in spec if g] + [[n] for n in names if n not in listed]
+
+    @property
+    def compute_groups(self) -> Dict[int, List[str]]:
+        """The groups of members that share states (torchmetrics' ``compute_groups``)."""
+        return {i: list(group) for i, group in enumerate(self._current_groups())}
+
 
     # ---- dict-like --------------------------------------------------------------------
     def _key(self, name: str) -> str:
@@ -114,7 +212,7 @@ class MetricCollection(nn.Module):
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._metrics or key in self.keys()
+        return isinstance(key, str) and (key in self._metrics or key in self.keys())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
@@ -127,17 +225,38 @@ class MetricCollection(nn.Module):
         accepted = self._kwarg_names[name]
         return kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
 
+    def _current_groups(self) -> List[List[str]]:
+        """The groups, split where a member left its group (updated, reset or loaded on its own)."""
+        metrics = self._metrics
+        if any(metrics[group[0]].state.owners != len(group) for group in self._groups):
+            groups: List[List[str]] = []
+            for group in self._groups:
+                by_state: Dict[int, List[str]] = {}
+                for name in group:
+                    by_state.setdefault(id(metrics[name].state), []).append(name)
+                groups.extend(by_state.values())
+            self._groups = groups
+        return self._groups
+
     def update(self, *args: Any, **kwargs: Any) -> None:
-        """Update every member with the same arguments (keyword arguments filtered per member)."""
-        with shared_argmax():  # multiclass members compute preds.argmax(1) once
-            for name, m in self._metrics.items():
-                m.update(*args, **self._member_kwargs(name, kwargs))
+        """Update every compute group once with the same arguments (keywords filtered per member)."""
+        metrics = self._metrics
+        with shared_argmax():  # multiclass members of different groups compute preds.argmax(1) once
+            for group in self._current_groups():
+                metrics[group[0]].update_group(*args, **self._member_kwargs(group[0], kwargs))
 
     def forward(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
-        """Update every member and return each member's batch value."""
+        """Update every member and return each member's batch value (a group's batch states are made once)."""
+        metrics = self._metrics
+        values: Dict[str, Tensor] = {}
         with shared_argmax():
-            return {self._key(name): m(*args, **self._member_kwargs(name, kwargs))
-                    for name, m in self._metrics.items()}
+            for group in self._current_groups():
+                leader = metrics[group[0]]
+                batch = leader.batch_states(*args, **self._member_kwargs(group[0], kwargs))
+                leader.merge_batch(batch)
+                for name in group:
+                    values[name] = metrics[name]._compute(batch)
+        return {self._key(name): values[name] for name in metrics}
 
     def compute(self, check: bool = False) -> Dict[str, Any]:
         """Every member's result as device tensors, keyed with prefix/postfix.
@@ -145,25 +264,23 @@ class MetricCollection(nn.Module):
         Members with ``sync_on_compute=True`` and no current synced copy are all_reduced together
         (one collective per bucket for the whole collection) when distributed; see ``Metric.compute``.
         """
-        states = self._compute_states()
+        states = self.states_for_compute()
         if check:
-            from syncfree.host import to_host
-            from syncfree.metric import _ChecksOnly
+            report_counters(self._counters(states))
+        return self._results(states)
 
-            to_host([_ChecksOnly(m, states[name]) for name, m in self._metrics.items()])
-        return {self._key(name): m._compute(states[name]) for name, m in self._metrics.items()}
+    # ---- SyncLifecycle ----------------------------------------------------------------
+    def sync_parts(self) -> List[SyncPart]:
+        return [SyncPart(f"{name}.", m.state, m.sync_on_compute) for name, m in self._metrics.items()]
 
-    def _compute_states(self) -> Dict[str, Any]:
-        """Each member's states for ``compute``, by member name (one bucketed sync for all)."""
-        reduced: Dict[int, Any] = {}
-        members = [(name, m) for name, m in self._metrics.items() if m.sync_on_compute and m._synced is None]
-        if members:
-            from syncfree.distributed import sync_for_compute
+    def _sub_owners(self) -> Sequence[SyncLifecycle]:
+        return list(self._metrics.values())
 
-            entries = [(f"{name}.{label}", metric, state) for name, m in members
-                       for label, metric, state in m.sync_entries()]
-            reduced = sync_for_compute(self, entries, self._default_group)
-        return {name: reduced[id(m)] if id(m) in reduced else m.states() for name, m in self._metrics.items()}
+    def _results(self, states: List[Mapping[str, Tensor]]) -> Dict[str, Any]:
+        return {self._key(name): m._compute(st) for (name, m), st in zip(self._metrics.items(), states)}
+
+    def _counters(self, states: List[Mapping[str, Tensor]]) -> List[Counter]:
+        return [c for m, st in zip(self._metrics.values(), states) for c in m._counters([st])]
 
     def set_dtype(self, dst_type: Any) -> "MetricCollection":
         """``Metric.set_dtype`` for every member."""
@@ -175,40 +292,10 @@ class MetricCollection(nn.Module):
         for m in self._metrics.values():
             m.persistent(mode)
 
-    def __getstate__(self) -> Dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_pending"] = None
-        state["_verified_layouts"] = {}
-        return state
-
     def reset(self) -> None:
         for m in self._metrics.values():
-            m.reset()
-        self._pending = None
-
-    # ---- distributed ------------------------------------------------------------------
-    def trigger_sync(self, group: Any = None) -> None:
-        """Start one async all_reduce per (dtype, reduce op) bucket for the whole collection."""
-        from syncfree.distributed import start_sync
-
-        entries = [(f"{name}.{label}", metric, state)
-                   for name, m in self._metrics.items()
-                   for label, metric, state in m.sync_entries()]
-        self._pending = start_sync(self, entries, group if group is not None else self._default_group)
-
-    def wait_sync(self, timeout: Any = None) -> None:
-        """Finish the sync; afterwards every member's ``compute`` returns its global value."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.wait(timeout)
-
-    def sync(self, group: Any = None, timeout: Any = None) -> None:
-        self.trigger_sync(group)
-        self.wait_sync(timeout)
-
-    def unsync(self) -> None:
-        for m in self._metrics.values():
-            m.unsync()
+            m.reset_group()
+        self._sync_record.pending = None
 
     # ---- checkpoint -------------------------------------------------------------------
     def state_dict(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:  # type: ignore[override]

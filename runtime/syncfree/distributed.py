@@ -52,7 +52,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-Entry = Tuple[str, Any, str]  # (label, metric, state name)
+from syncfree.state import MetricState
+
+Entry = Tuple[str, MetricState, str]  # (label, the states holding it, state name)
 # (label, shape, dtype, reduce op, device type) of one state.
 LayoutEntry = Tuple[str, Tuple[int, ...], str, str, str]
 # (dtype, transport device, reduce op, numel) of one bucket, in issue order.
@@ -86,9 +88,9 @@ def transport_device(group: Any, device: torch.device) -> torch.device:
 def layout_fingerprint(entries: Sequence[Entry]) -> Tuple[LayoutEntry, ...]:
     """(label, shape, dtype, op, device type) of every state: equal on all ranks or the sync is meaningless."""
     out = []
-    for label, metric, name in entries:
-        state = getattr(metric, name)
-        out.append((label, tuple(state.shape), str(state.dtype), metric._reductions[name], state.device.type))
+    for label, states, name in entries:
+        state = states.view.__dict__[name]
+        out.append((label, tuple(state.shape), str(state.dtype), states.reductions[name], state.device.type))
     return tuple(out)
 
 
@@ -125,6 +127,18 @@ def _describe_hashes(owner: str, hashes: List[int], note: str) -> str:
     parts = "; ".join(f"ranks {ranks}: layout hash {h:#018x}" for h, ranks in groups.items())
     return (f"syncfree: {owner} has a different layout on different ranks; every rank must hold "
             f"the same metrics, created with the same arguments, before trigger_sync/sync. {parts}. {note}")
+
+
+class SyncRecord:
+    """One owner's sync bookkeeping: the sync in flight, and per process group the layout verified
+    at its last sync (hash, bucket specs). Neither survives pickling (both belong to this process)."""
+
+    def __init__(self) -> None:
+        self.pending: Optional["PendingSync"] = None
+        self.verified: Dict[Any, Tuple[int, List[BucketSpec]]] = {}
+
+    def __reduce__(self) -> Tuple[Any, Tuple[()]]:
+        return (SyncRecord, ())
 
 
 def _group_key(group: Any) -> Any:
@@ -172,20 +186,18 @@ class _Bucket:
 class PendingSync:
     """Collectives in flight; ``wait`` checks the layout, completes them and installs the synced copies."""
 
-    def __init__(self, owner: Any, group: Any, layout: Tuple[LayoutEntry, ...], fingerprint: int,
-                 buckets: List[_Bucket], check_device: torch.device, verify: bool = True) -> None:
+    def __init__(self, owner: str, record: SyncRecord, group: Any, layout: Tuple[LayoutEntry, ...],
+                 fingerprint: int, buckets: List[_Bucket], check_device: torch.device, verify: bool = True) -> None:
         dist = _dist()
         self.owner = owner
+        self.record = record
         self.group = group
         self.layout = layout
         self.fingerprint = fingerprint
         self.buckets = buckets
         self.check_device = check_device
         self.world = dist.get_world_size(group)
-        verified = owner.__dict__.setdefault("_verified_layouts", {})
-        if not isinstance(verified, dict):  # an older set-valued cache
-            verified = owner.__dict__["_verified_layouts"] = {}
-        self.cached: Optional[Tuple[int, List[BucketSpec]]] = verified.get(_group_key(group))
+        self.cached: Optional[Tuple[int, List[BucketSpec]]] = record.verified.get(_group_key(group))
         self.check_work: Any = None
         if not verify:
             self.speculated = True  # no layout check (see sync_for_compute): start at once
@@ -202,7 +214,7 @@ class PendingSync:
 
     @property
     def _owner_name(self) -> str:
-        return type(self.owner).__name__
+        return self.owner
 
     def _timeout_error(self, exc: BaseException, timeout: Any, phase: str) -> TimeoutError:
         return TimeoutError(
@@ -217,8 +229,8 @@ class PendingSync:
         )
 
     def wait(self, timeout: Any = None, install: bool = True) -> Dict[int, Dict[str, Tensor]]:
-        """Finish the collectives; install (or, ``install=False``, only return) the reduced states
-        by ``id(metric)``."""
+        """Finish the collectives; install as synced copies (or, ``install=False``, only return) the
+        reduced states by ``id`` of their :class:`MetricState`."""
         deadline = _deadline(timeout)
         if self.check_work is not None:
             self._check_layout(timeout, deadline)
@@ -233,8 +245,7 @@ class PendingSync:
                     raise self._timeout_error(exc, timeout, "the all_reduce of the states") from exc
                 raise
         if self.check_work is not None:
-            verified = self.owner.__dict__["_verified_layouts"]
-            verified[_group_key(self.group)] = (self.fingerprint, [b.spec() for b in self.buckets])
+            self.record.verified[_group_key(self.group)] = (self.fingerprint, [b.spec() for b in self.buckets])
         return self._install(install)
 
     def _check_layout(self, timeout: Any, deadline: Optional[float]) -> None:
@@ -244,28 +255,28 @@ class PendingSync:
             if _timed_out(exc):
                 raise self._timeout_error(exc, timeout, "the layout check (the first collective of every sync)") from exc
             raise
-        rows = [tuple(int(v) for v in r.tolist()) for r in self.rows]
+        rows: List[Tuple[int, int, int]] = [(int(a), int(b), int(c)) for a, b, c in (r.tolist() for r in self.rows)]
         if any(row[0] != rows[0][0] for row in rows):
             self._mismatch(rows, deadline)
 
     def _install(self, install: bool = True) -> Dict[int, Dict[str, Tensor]]:
-        synced: Dict[int, Tuple[Any, Dict[str, Tensor]]] = {}
+        synced: Dict[int, Tuple[MetricState, Dict[str, Tensor]]] = {}
         for bucket in self.buckets:
             buffer = bucket.buffer
             if buffer.device != bucket.home:
                 buffer = buffer.to(bucket.home)
             offset = 0
-            for _, metric, name in bucket.entries:
-                state = getattr(metric, name)
+            for _, owner, name in bucket.entries:
+                state = owner.view.__dict__[name]
                 n = state.numel()
                 piece = buffer[offset:offset + n].view(state.shape)
-                if metric._reductions[name] != bucket.op:  # a min state in the max bucket
+                if owner.reductions[name] != bucket.op:  # a min state in the max bucket
                     piece = piece.neg()
                 offset += n
-                synced.setdefault(id(metric), (metric, {}))[1][name] = piece
+                synced.setdefault(id(owner), (owner, {}))[1][name] = piece
         if install:
-            for metric, states in synced.values():
-                metric._synced = states
+            for owner, states in synced.values():
+                owner.synced = states
         return {key: states for key, (_, states) in synced.items()}
 
     def _mismatch(self, rows: List[Tuple[int, int, int]], deadline: Optional[float]) -> None:
@@ -336,43 +347,58 @@ def _bucket_op(op: str, state: Tensor) -> str:
     return "max" if op == "min" and state.is_floating_point() else op
 
 
-def start_sync(owner: Any, entries: Sequence[Entry], group: Any = None, verify: bool = True) -> Optional[PendingSync]:
+def unique_entries(entries: Sequence[Entry]) -> List[Entry]:
+    """``entries`` without a second label for a state already listed (the members of a compute
+    group hold the same :class:`MetricState`: it travels once)."""
+    seen = set()
+    out = []
+    for entry in entries:
+        key = (id(entry[1]), entry[2])
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
+def start_sync(owner: str, record: SyncRecord, entries: Sequence[Entry], group: Any = None,
+               verify: bool = True) -> Optional[PendingSync]:
     """Snapshot the states into one buffer per (dtype, device, op) bucket and start the layout check.
 
     The bucket all_reduces start here when the layout is the one verified at the previous sync
     (or ``verify=False``: no layout check), otherwise in ``PendingSync.wait`` after the check.
     """
     if not is_distributed(group):
-        for _, metric, _ in entries:
-            metric._synced = None  # one rank: the local states are the global ones
+        for _, states, _ in entries:
+            states.synced = None  # one rank: the local states are the global ones
         return None
-    entries = sorted(entries, key=lambda e: e[0])
+    entries = sorted(unique_entries(entries), key=lambda e: e[0])
     layout = layout_fingerprint(entries)
     grouped: Dict[Tuple[str, str, str], List[Entry]] = {}
     for entry in entries:
-        state = getattr(entry[1], entry[2])
-        key = (str(state.dtype), str(state.device), _bucket_op(entry[1]._reductions[entry[2]], state))
+        state = entry[1].view.__dict__[entry[2]]
+        key = (str(state.dtype), str(state.device), _bucket_op(entry[1].reductions[entry[2]], state))
         grouped.setdefault(key, []).append(entry)
     buckets = []
     for (_, _, op), members in grouped.items():
         pieces = []
-        for _, m, name in members:
-            piece = getattr(m, name).detach().reshape(-1)
-            pieces.append(piece.neg() if m._reductions[name] != op else piece)
+        for _, states, name in members:
+            piece = states.view.__dict__[name].detach().reshape(-1)
+            pieces.append(piece.neg() if states.reductions[name] != op else piece)
         flat = torch.cat(pieces)
         home = flat.device
         flat = flat.to(transport_device(group, home))
         buckets.append(_Bucket(members, flat, home, op))
-    return PendingSync(owner, group, layout, layout_hash(layout), buckets,
+    return PendingSync(owner, record, group, layout, layout_hash(layout), buckets,
                        transport_device(group, torch.device("cpu")), verify)
 
 
-def sync_for_compute(owner: Any, entries: Sequence[Entry], group: Any = None) -> Dict[int, Dict[str, Tensor]]:
-    """The globally reduced states of ``entries`` by ``id(metric)``, for ``compute()``; nothing is
+def sync_for_compute(owner: str, record: SyncRecord, entries: Sequence[Entry],
+                     group: Any = None) -> Dict[int, Dict[str, Tensor]]:
+    """The globally reduced states of ``entries`` by ``id`` of their MetricState, for ``compute()``; nothing is
     installed ({} when not distributed). No host read: the layout check runs only when its row
     is a host tensor (gloo), the all_reduces run on the states' device."""
     if not is_distributed(group):
         return {}
     verify = transport_device(group, torch.device("cpu")).type == "cpu"
-    pending = start_sync(owner, entries, group, verify=verify)
+    pending = start_sync(owner, record, entries, group, verify=verify)
     return pending.wait(install=False) if pending is not None else {}

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import warnings
 from array import array
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Protocol, Sequence, Tuple, runtime_checkable
 
 import torch
 from torch import Tensor
 
-from syncfree.metric import Metric, _ChecksOnly
+# (metric name, counter tensor, policy "error" | "warn", message template)
+Counter = Tuple[str, Tensor, str, str]
+
+
+@runtime_checkable
+class Readable(Protocol):
+    """A metric or a collection, as ``to_host`` reads it."""
+
+    def results_and_checks(self) -> Tuple[Any, List[Counter]]:
+        """The results (device tensors, nested) and the check counters of the same states."""
 
 
 class _Leaf:
@@ -30,32 +39,11 @@ def _read_host(flat: Tensor) -> List[int]:
     return flat.tolist()
 
 
-def _members(x: Any) -> List[Metric]:
-    from syncfree.collection import MetricCollection
-
-    return list(x._metrics.values()) if isinstance(x, MetricCollection) else [x]
-
-
 def _plan(x: Any, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]]) -> Any:
     """Replace every tensor by a ``_Leaf``; collect results and check counters."""
-    from syncfree.collection import MetricCollection
-
-    if isinstance(x, _ChecksOnly):
-        _plan_checks(x.metric, leaves, checks, x.states)
-        return None
-    if isinstance(x, (Metric, MetricCollection)):
-        x.wait_sync()
-        for member in _members(x):
-            member.wait_sync()
-        # The states compute reads (global under sync_on_compute): results and checks from them.
-        states = x._compute_states()
-        if isinstance(x, MetricCollection):
-            result = {x._key(name): m._compute(states[name]) for name, m in x._metrics.items()}
-            for name, m in x._metrics.items():
-                _plan_checks(m, leaves, checks, states[name])
-        else:
-            result = x._compute(states)
-            _plan_checks(x, leaves, checks, states)
+    if isinstance(x, Readable):
+        result, counters = x.results_and_checks()
+        _plan_checks(counters, leaves, checks)
         return _plan(result, leaves, checks)
     if isinstance(x, Tensor):
         leaves.append(x.detach())
@@ -67,11 +55,10 @@ def _plan(x: Any, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]])
     return x
 
 
-def _plan_checks(metric: Metric, leaves: List[Tensor], checks: List[Tuple[str, str, str, int]],
-                 states: Any = None) -> None:
-    for counter, policy, message in metric.check_counters(states):
+def _plan_checks(counters: Sequence[Counter], leaves: List[Tensor], checks: List[Tuple[str, str, str, int]]) -> None:
+    for name, counter, policy, message in counters:
         leaves.append(counter.detach())
-        checks.append((type(metric).__name__, policy, message, len(leaves) - 1))
+        checks.append((name, policy, message, len(leaves) - 1))
 
 
 def _integral(tensor: Tensor) -> bool:
@@ -147,6 +134,15 @@ def report_checks(checks: List[Tuple[str, str, str, int]], values: List[Any]) ->
             warnings.warn(text, UserWarning, stacklevel=3)
     if errors:
         raise ValueError("; ".join(errors))
+
+
+def report_counters(counters: Sequence[Counter]) -> None:
+    """Read ``counters`` to the host (one transfer) and raise or warn as :func:`to_host` does."""
+    leaves: List[Tensor] = []
+    checks: List[Tuple[str, str, str, int]] = []
+    _plan_checks(counters, leaves, checks)
+    if leaves:
+        report_checks(checks, _read_all(leaves))
 
 
 def to_host(x: Any) -> Any:

@@ -45,8 +45,8 @@ def _metrics(module: Any) -> Iterator[Tuple[str, Any]]:
 
 def _serial(metric: Any) -> int:
     if isinstance(metric, MetricCollection):
-        return sum(m._update_serial for m in metric.values())
-    return metric._update_serial
+        return sum(m.update_count for m in metric.values())
+    return metric.update_count
 
 
 class EpochMetrics(Callback):

@@ -3,19 +3,21 @@
 A metric is a set of linearly additive *states* (tensors on the metric's device, each with a
 reduce op: ``"sum"``, ``"max"`` or ``"min"``) plus three pure functions written by subclasses:
 
-- ``_accumulate(S, *args)`` adds one batch into the states held by ``S`` in place (no host sync).
-  ``S`` is the metric itself for ``update`` (its states are attributes), or a scratch holder of
-  neutral states of the same layout for ``forward`` (the batch value);
+- ``_accumulate(S, *args)`` adds one batch *in place* into the states held by ``S``, a
+  :class:`~syncfree.state.StateView` (no host sync). ``S`` views the metric's states for
+  ``update``, and neutral scratch states of the same layout for ``forward`` (the batch value);
+  ``forward`` checks that contract (:class:`~syncfree.state.StateContractError` otherwise);
 - ``_compute(states)`` turns states into the result (device tensors, no host sync);
 - ``_checks`` names the counter states reported by :func:`syncfree.to_host`.
 
-Storage: every state is a view (a plain attribute, so ``update`` reads it without
-``nn.Module.__getattr__``) into a flat tensor held in ``self._flat``. Those tensors are NOT
-registered buffers: DDP (``broadcast_buffers=True``, its default) copies rank 0's buffers to
-every rank before each forward, which would overwrite the per-rank states. ``add_state`` gives a
-state its own flat tensor; ``add_state_group`` packs several states of one dtype (plus scratch
-elements, e.g. a dump bin) into ONE tensor so that a single ``scatter_add_`` updates them all.
-Constant tensors an update needs (lookup tables) are kept the same way (``add_constant``).
+Storage: the states are held by ``self.state``, a :class:`~syncfree.state.MetricState` (flat
+tensors, the views ``_accumulate`` writes through, the synced copy; see :mod:`syncfree.state`).
+Those tensors are NOT registered buffers: DDP (``broadcast_buffers=True``, its default) copies
+rank 0's buffers to every rank before each forward, which would overwrite the per-rank states.
+``add_state`` gives a state its own flat tensor; ``add_state_group`` packs several states of one
+dtype (plus scratch elements, e.g. a dump bin) into ONE tensor so that a single ``scatter_add_``
+updates them all. A state reads as an attribute too (``metric.confmat``). Constant tensors an
+update needs (lookup tables) are plain attributes (``add_constant``).
 ``_apply`` (``.to``, ``.cuda``, casts) moves them all and re-binds the views; casts
 (``.half()``, ``.double()``, ``model.half()``, ``.to(dtype)``) keep every state's dtype, as
 torchmetrics does: :meth:`Metric.set_dtype` changes the floating states' dtype. Pickling,
@@ -39,28 +41,22 @@ protocol) hold this rank's local states; see :mod:`syncfree.checkpoint` for the 
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
 
 from syncfree import checkpoint as _ckpt
+from syncfree.distributed import SyncRecord
+from syncfree.host import report_counters
+from syncfree.lifecycle import Counter, SyncLifecycle, SyncPart
+from syncfree.state import REDUCE_OPS, MetricState, StateView, identity_value, keep_dtype
 
-REDUCE_OPS = ("sum", "max", "min")
+__all__ = ["REDUCE_OPS", "Metric", "StateView", "as_tensor", "count_scalar", "host_scalar", "identity_value",
+           "parse_base_kwargs"]
 
 # (counter state name, policy, message) -- policy is "error", "warn" or "off".
 Check = Tuple[str, str, str]
-
-
-def identity_value(op: str, dtype: torch.dtype) -> Union[int, float]:
-    """The neutral element of ``op`` for ``dtype`` (what an empty state holds)."""
-    if op == "sum":
-        return 0
-    if dtype.is_floating_point:
-        return -math.inf if op == "max" else math.inf
-    info = torch.iinfo(dtype)
-    return info.min if op == "max" else info.max
 
 
 def as_tensor(value: Any, dtype: torch.dtype) -> Tensor:
@@ -139,14 +135,6 @@ def parse_base_kwargs(owner: str, kwargs: Dict[str, Any]) -> Tuple[Any, bool]:
     return group, sync_on_compute
 
 
-def _keep_dtype(fn: Callable, t: Tensor) -> Tensor:
-    """``fn(t)`` (an ``_apply`` function: a move and/or a cast) with ``t``'s dtype kept."""
-    out = fn(t)
-    if out.dtype != t.dtype:
-        out = t.to(device=out.device)
-    return out
-
-
 def _resolve_dtype(dst_type: Any) -> torch.dtype:
     if isinstance(dst_type, str):
         dst_type = getattr(torch, dst_type.replace("torch.", ""), None)
@@ -155,29 +143,36 @@ def _resolve_dtype(dst_type: Any) -> torch.dtype:
     return dst_type
 
 
-class Metric(nn.Module):
+class Metric(nn.Module, SyncLifecycle):
     """Base class: additive device states, sync-free ``update``/``compute``, async sync."""
 
     # torchmetrics compatibility attributes.
     full_state_update = False
     is_differentiable = False
+    # The attributes ``_accumulate`` reads besides its arguments and states. Two metrics of one
+    # ``_accumulate``, one state layout and equal values of these attributes fill their states alike,
+    # so a MetricCollection updates them once (a compute group). None: the metric never shares.
+    _update_attributes: Optional[Tuple[str, ...]] = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
         self._default_group, self.sync_on_compute = parse_base_kwargs(type(self).__name__, kwargs)
         self._dtype = torch.get_default_dtype()
         self._persistent = False
-        self._reductions: Dict[str, str] = {}
         self._checks: List[Check] = []
-        self._synced: Optional[Dict[str, Tensor]] = None
-        self._pending: Any = None
-        self._update_serial = 0  # host-side count of update/forward calls ever (no sync; for syncfree.lightning)
-        self._verified_layouts: dict = {}  # group -> (layout hash, bucket specs) of the last verified sync
-        # flat tensor name -> [(state name, offset, shape)]; the flat tensors; the constants.
-        # Plain attributes, not buffers: DDP must never broadcast them (see the module docstring).
-        self._groups: Dict[str, List[Tuple[str, int, Tuple[int, ...]]]] = {}
-        self._flat: Dict[str, Tensor] = {}
+        self.state = MetricState()
+        self._sync_record = SyncRecord()
+        # Constant tensors (also plain attributes, see the module docstring), moved with the metric.
         self._const: Dict[str, Tensor] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: a state reads as an attribute (torchmetrics' style).
+        state = self.__dict__.get("state")
+        if isinstance(state, MetricState):
+            views = state.view.__dict__
+            if name in views:
+                return views[name]
+        return super().__getattr__(name)
 
     # ---- states -------------------------------------------------------------------------
     def add_state(self, name: str, shape: Sequence[int] = (), dtype: Optional[torch.dtype] = None,
@@ -192,62 +187,12 @@ class Metric(nn.Module):
         ``scratch`` extra elements follow the states (not states: never synced, checkpointed or
         read; e.g. the bin that ignored samples are scattered into).
         """
-        dtype = dtype or self._dtype
-        layout, offset = [], 0
-        for name, shape, reduce in specs:
-            if reduce not in REDUCE_OPS:
-                raise ValueError(f"reduce must be one of {REDUCE_OPS}, got {reduce!r}")
-            shape = tuple(shape)
-            layout.append((name, offset, shape))
-            offset += math.prod(shape)
-            self._reductions[name] = reduce
-        self._groups[buffer] = layout
-        self._flat[buffer] = torch.zeros(offset + scratch, dtype=dtype)
-        self._bind()
-        self._fill_neutral(self)
+        self.state.add_group(buffer, specs, dtype or self._dtype, scratch)
 
     def add_constant(self, name: str, value: Tensor) -> None:
         """A constant tensor (moved with the metric, never cast) readable as the attribute ``name``."""
         self._const[name] = value
-        self._bind()
-
-    def _bound_names(self) -> List[str]:
-        """Attributes derived from ``_flat``/``_const`` (re-created by ``_bind``)."""
-        names = list(self._groups) + list(self._const)
-        for layout in self._groups.values():
-            names.extend(name for name, _, _ in layout)
-        return names
-
-    def _bind(self) -> None:
-        """(Re)bind every flat tensor, state view and constant as a plain instance attribute."""
-        for buffer, layout in self._groups.items():
-            flat = self._flat[buffer]
-            object.__setattr__(self, buffer, flat)
-            for name, offset, shape in layout:
-                object.__setattr__(self, name, flat[offset:offset + math.prod(shape)].view(shape))
-        for name, value in self._const.items():
-            object.__setattr__(self, name, value)
-
-    def _fill_neutral(self, holder: Any) -> None:
-        """Fill the states (and scratch) held by ``holder`` with their neutral elements."""
-        for buffer, layout in self._groups.items():
-            getattr(holder, buffer).zero_()
-            for name, _, _ in layout:
-                op = self._reductions[name]
-                if op != "sum":
-                    state = getattr(holder, name)
-                    state.fill_(identity_value(op, state.dtype))
-
-    def _scratch(self) -> "_Scratch":
-        """Neutral states of this metric's layout (fresh buffers) for one batch (``forward``)."""
-        holder = _Scratch()
-        for buffer, layout in self._groups.items():
-            flat = torch.empty_like(self._flat[buffer])
-            holder.__dict__[buffer] = flat
-            for name, offset, shape in layout:
-                holder.__dict__[name] = flat[offset:offset + math.prod(shape)].view(shape)
-        self._fill_neutral(holder)
-        return holder
+        object.__setattr__(self, name, value)
 
     def add_check(self, counter: str, policy: str, message: str, state: bool = True) -> None:
         """Declare that state ``counter`` counts bad values, reported by ``to_host`` per ``policy``.
@@ -261,65 +206,110 @@ class Metric(nn.Module):
 
     def local_states(self) -> Dict[str, Tensor]:
         """This rank's states (live tensors)."""
-        return {name: getattr(self, name) for name in self._reductions}
+        return self.state.local()
 
-    def states(self) -> Dict[str, Tensor]:
+    def states(self) -> Mapping[str, Tensor]:
         """The states ``compute`` reads: the synced copy after a sync, else the local states."""
-        return self._synced if self._synced is not None else self.local_states()
+        return self.state.current()
 
     @property
     def device(self) -> torch.device:
-        for flat in self._flat.values():
-            return flat.device
-        return torch.device("cpu")
+        return self.state.device
 
     @property
     def dtype(self) -> torch.dtype:
         """The floating dtype of value states (the default dtype at construction)."""
         return self._dtype
 
-    # ---- lifecycle ----------------------------------------------------------------------
-    def _accumulate(self, S: Any, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError
+    @property
+    def update_count(self) -> int:
+        """Host-side count of ``update``/``forward`` calls into these states (no sync; eager mode)."""
+        return self.state.updates
+
+    def compute_group_key(self) -> Optional[Hashable]:
+        """Equal keys: the metrics' updates fill their states alike (see ``_update_attributes``)."""
+        if self._update_attributes is None:
+            return None
+        return (type(self)._accumulate, self.state.signature(),
+                tuple(getattr(self, name, None) for name in self._update_attributes))
+
+    def share_state(self, leader: "Metric") -> None:
+        """Hold ``leader``'s states from now on (a compute group): both must be fresh, of equal keys."""
+        key = self.compute_group_key()
+        if key is None or key != leader.compute_group_key():
+            raise ValueError(f"{type(self).__name__} cannot share the states of {type(leader).__name__}: "
+                             "their updates differ")
+        if not (self.state.pristine and leader.state.pristine):
+            raise ValueError("only metrics that were never updated (or were reset) can share states")
+        if self.state is not leader.state:
+            self._own_state().owners -= 1
+            leader.state.owners += 1
+            self.state = leader.state
+
+    def _own_state(self) -> MetricState:
+        """This metric's states, held by it alone: a member of a compute group that is updated, reset
+        or loaded on its own (not through its collection) leaves the group with a copy of them."""
+        state = self.state
+        if state.owners > 1:
+            state.owners -= 1
+            state = self.state = state.copy()
+        return state
+
+    # ---- what subclasses write ----------------------------------------------------------
+    def _accumulate(self, S: StateView, *args: Any, **kwargs: Any) -> None:
+        """Add one batch into the states held by ``S``, in place, without a host sync."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _accumulate(S, *args)")
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        raise NotImplementedError
+        """The result from ``states`` (device tensors, no host sync)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _compute(states)")
 
-    def _merge(self, batch: Mapping[str, Tensor]) -> None:
-        for name, value in batch.items():
-            state = getattr(self, name)
-            op = self._reductions[name]
-            if op == "sum":
-                state.add_(value)
-            elif op == "max":
-                torch.maximum(state, value, out=state)
-            else:
-                torch.minimum(state, value, out=state)
-        # The synced copy no longer describes this rank's states.
-        self._synced = None
-
+    # ---- lifecycle ----------------------------------------------------------------------
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Add one batch to the local states, in place, without a host sync."""
-        self._count_update()
-        self._accumulate(self, *args, **kwargs)
-        if self._synced is not None:
-            # The synced copy no longer describes this rank's states.
-            self._synced = None
+        if self.state.owners > 1:
+            self._own_state()
+        self.update_group(*args, **kwargs)
 
-    def _count_update(self) -> None:
-        """A host-side count of updates (for ``syncfree.lightning``); not inside ``torch.compile``,
-        where a changing Python int would force a recompilation per call."""
-        if not torch.compiler.is_compiling():
-            self._update_serial += 1
+    def update_group(self, *args: Any, **kwargs: Any) -> None:
+        """``update`` of the states this metric holds, also when a compute group shares them (what
+        a collection calls once per group)."""
+        state = self.state
+        if not torch.compiler.is_compiling():  # a changing int would recompile per call
+            state.updates += 1
+        self._accumulate(state.view, *args, **kwargs)
+        state.synced = None  # it no longer describes this rank's states
+        state.pristine = False
+
+    def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
+        """The states of this batch alone (fresh tensors); the metric's states are not touched.
+
+        Checks the author's contract: ``_accumulate`` writes the scratch ``S`` it is given, never the
+        metric's own states (:class:`~syncfree.state.StateContractError` otherwise).
+        """
+        state = self.state
+        scratch = state.scratch()
+        if torch.compiler.is_compiling():
+            self._accumulate(scratch, *args, **kwargs)
+        else:
+            before = state.versions()
+            self._accumulate(scratch, *args, **kwargs)
+            state.check_batch(type(self).__name__, before)
+        return state.batch_of(scratch)
 
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
         """Update with the batch and return the metric of this batch alone (no sync)."""
-        self._count_update()
-        scratch = self._scratch()
-        self._accumulate(scratch, *args, **kwargs)
-        batch = {name: getattr(scratch, name) for name in self._reductions}
-        self._merge(batch)
+        if self.state.owners > 1:
+            self._own_state()
+        batch = self.batch_states(*args, **kwargs)
+        self.merge_batch(batch)
         return self._compute(batch)
+
+    def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
+        """Reduce a batch's states (from :meth:`batch_states`) into the local states."""
+        if not torch.compiler.is_compiling():
+            self.state.updates += 1
+        self.state.merge(batch)
 
     def compute(self, check: bool = False) -> Tensor:
         """The metric over everything seen, as device tensors.
@@ -330,38 +320,43 @@ class Metric(nn.Module):
         states are unchanged). Every rank must then call ``compute`` at the same point.
         ``check=True`` reads the check counters to the host (a sync) and raises/warns now.
         """
-        states = self._compute_states()
-        result = self._compute(states)
+        states = self.states_for_compute()
+        result = self._results(states)
         if check:
-            from syncfree.host import to_host
-
-            to_host(_ChecksOnly(self, states))
+            report_counters(self._counters(states))
         return result
-
-    def _compute_states(self) -> Mapping[str, Tensor]:
-        """The states ``compute`` reads: the synced copy, a fresh all_reduce, or the local states."""
-        if self._synced is not None or not self.sync_on_compute:
-            return self.states()
-        from syncfree.distributed import sync_for_compute
-
-        reduced = sync_for_compute(self, self.sync_entries(), self._default_group)
-        return reduced.get(id(self), self.local_states())
 
     def reset(self) -> None:
         """Return every state to its neutral element and drop any synced copy."""
-        self._fill_neutral(self)
-        self._synced = None
-        self._pending = None
+        if self.state.owners > 1:
+            self._own_state()
+        self.reset_group()
+
+    def reset_group(self) -> None:
+        """``reset`` of the states this metric holds, also when a compute group shares them."""
+        self.state.reset()
+        self._sync_record.pending = None
+
+    # ---- SyncLifecycle --------------------------------------------------------------------
+    def sync_parts(self) -> List[SyncPart]:
+        return [SyncPart("", self.state, self.sync_on_compute)]
+
+    def _results(self, states: List[Mapping[str, Tensor]]) -> Tensor:
+        return self._compute(states[0])
+
+    def _counters(self, states: List[Mapping[str, Tensor]]) -> List[Counter]:
+        name = type(self).__name__
+        return [(name, counter, policy, message) for counter, policy, message in self.check_counters(states[0])]
 
     # ---- device, dtype, persistence, pickling -------------------------------------------
     def _apply(self, fn: Callable, *args: Any, **kwargs: Any) -> "Metric":
-        # A device move (or a cast) invalidates the synced copy and replaces the flat tensors:
-        # move them (keeping each dtype: casts never touch states), re-bind, drop per-device caches.
-        self._synced = None
+        # A device move (or a cast) replaces the flat tensors: move them (keeping each dtype: casts
+        # never touch states), re-bind the views, drop the synced copy and per-device caches.
         out = super()._apply(fn, *args, **kwargs)
-        self._flat = {name: _keep_dtype(fn, t) for name, t in self._flat.items()}
-        self._const = {name: _keep_dtype(fn, t) for name, t in self._const.items()}
-        self._bind()
+        self.state.apply(fn)
+        self._const = {name: keep_dtype(fn, t) for name, t in self._const.items()}
+        for name, value in self._const.items():
+            object.__setattr__(self, name, value)
         self._on_apply()
         return out
 
@@ -372,10 +367,8 @@ class Metric(nn.Module):
         """Cast the floating states (values, not integer counts) to ``dst_type``; later updates
         and results use it. ``.half()``/``.double()``/``.to(dtype)`` leave states alone."""
         dtype = _resolve_dtype(dst_type)
-        self._flat = {name: t.to(dtype) if t.is_floating_point() else t for name, t in self._flat.items()}
+        self.state.cast_floats(dtype)
         self._dtype = dtype
-        self._synced = None
-        self._bind()
         self._on_apply()
         return self
 
@@ -401,24 +394,12 @@ class Metric(nn.Module):
             if not isinstance(value, Tensor) or tuple(value.shape) != tuple(t.shape):
                 error_msgs.append(f"{key}: expected a tensor of shape {tuple(t.shape)} for this metric state")
                 continue
-            t.copy_(value.detach())
-            self._synced = None
+            self.state.load({name: value.detach()})
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 
-    def __getstate__(self) -> Dict[str, Any]:
-        # The views are re-created from ``_flat`` on unpickling (pickle would copy each view into a
-        # tensor of its own, unbound from the flat tensor that ``update`` writes).
-        state = dict(self.__dict__)
-        for name in self._bound_names():
-            state.pop(name, None)
-        state["_pending"] = None  # collectives in flight belong to this process
-        state["_verified_layouts"] = {}
-        return state
-
     def __setstate__(self, state: Dict[str, Any]) -> None:
         super().__setstate__(state)
-        self._bind()
         self._on_apply()
 
     # ---- checks -------------------------------------------------------------------------
@@ -428,34 +409,11 @@ class Metric(nn.Module):
         return [(states[name], policy, message) for name, policy, message in self._checks
                 if policy != "off"]
 
-    # ---- distributed --------------------------------------------------------------------
-    def sync_entries(self) -> List[Tuple[str, "Metric", str]]:
-        """(label, owner, state name) of every state, for the bucketed sync."""
-        return [(name, self, name) for name in self._reductions]
-
-    def trigger_sync(self, group: Any = None) -> None:
-        """Start the all_reduce of every state (``async_op=True``); returns at once."""
-        from syncfree.distributed import start_sync
-
-        group = group if group is not None else self._default_group
-        self._pending = start_sync(self, self.sync_entries(), group)
-
-    def wait_sync(self, timeout: Any = None) -> None:
-        """Finish a started sync; afterwards ``compute`` returns the global value."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.wait(timeout)
-
-    def sync(self, group: Any = None, timeout: Any = None) -> None:
-        """``trigger_sync`` then ``wait_sync``."""
-        self.trigger_sync(group)
-        self.wait_sync(timeout)
-
-    def unsync(self) -> None:
-        """Drop the synced copy: ``compute`` returns this rank's local value again."""
-        self._synced = None
-
     # ---- checkpoint ---------------------------------------------------------------------
+    def upgrade_states(self, version: int, states: Dict[str, Tensor]) -> Dict[str, Tensor]:
+        """Saved states of an older checkpoint ``version`` in this version's layout (hook)."""
+        return states
+
     def state_dict(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:  # type: ignore[override]
         """This rank's local states with ``_version``, ``_class``, rank and reduce ops."""
         if args or kwargs:
@@ -465,19 +423,9 @@ class Metric(nn.Module):
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, **kwargs: Any) -> None:  # type: ignore[override]
         """Load a checkpoint of this class; a list of per-rank checkpoints is merged first."""
+        if self.state.owners > 1:
+            self._own_state()
         _ckpt.load_metric(self, state_dict, strict=strict)
 
     def extra_repr(self) -> str:
         return ""
-
-
-class _Scratch:
-    """Holds one batch's neutral states (attributes named like the metric's states)."""
-
-
-class _ChecksOnly:
-    """Wraps a metric so that ``to_host`` reads only its check counters (of ``states``, if given)."""
-
-    def __init__(self, metric: Metric, states: Optional[Mapping[str, Tensor]] = None) -> None:
-        self.metric = metric
-        self.states = states

@@ -87,6 +87,8 @@ class _MultilabelStatScores(Metric):
         self.add_constant("_lut", _lut())
         self.add_constant("_label_ids", torch.arange(L, dtype=torch.int64))
 
+    _update_attributes = ("num_labels", "ignore_index", "threshold")  # see Metric: compute groups
+
     def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
         bad = (self.states() if states is None else states)["_bad_labels"].sum()
         return [(bad, policy, message) for _, policy, message in self._checks if policy != "off"]

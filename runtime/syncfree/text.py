@@ -1,9 +1,10 @@
 """Text metrics: perplexity of a language model's next-token scores.
 
 States: the summed negative log-likelihood of the counted tokens (the metric's floating dtype),
-the int64 count of counted tokens and the int64 count of bad targets. An update is the
-log-softmax over the vocabulary read at the target (torchmetrics' ``log(softmax(preds)[target])``,
-in one fused, more accurate op), masked with ``torch.where``: no boolean-mask indexing, no host sync.
+the int64 count of counted tokens and the int64 count of bad targets. An update is one
+``cross_entropy`` (summed) over the counted tokens, the others relabelled to its ignored label
+(torchmetrics' ``log(softmax(preds)[target])``, in one fused, more accurate op), and one ``put_`` of
+every token into its count bin: no boolean-mask indexing, no host sync.
 
 Errors raised at ``update`` (known without reading the data, as torchmetrics raises them):
 ``preds`` not 3-d ``(batch, seq, vocab)``, ``target`` not 2-d ``(batch, seq)``, first two
@@ -19,10 +20,12 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from syncfree.metric import Metric
 
+_SKIP = -100  # the label cross_entropy leaves out (any int: targets are remapped before)
 _BAD_TARGETS = ("{metric}: {count} target token(s) outside [0, vocab_size) that are not ignore_index "
                 "were excluded")
 
@@ -38,8 +41,9 @@ class Perplexity(Metric):
             raise ValueError(f"Perplexity: ignore_index must be None or an int, got {ignore_index!r}")
         self.ignore_index = ignore_index
         self.add_state("total_log_probs", (), self.dtype, "sum")
-        # [count of counted tokens, count of bad targets]: one add_ per update.
-        self.add_state_group("_counts", [("count", (), "sum"), ("_bad_targets", (), "sum")], torch.int64)
+        # [count of counted tokens, count of bad targets | ignored (scratch)]: one put_ per update.
+        self.add_state_group("_counts", [("count", (), "sum"), ("_bad_targets", (), "sum")], torch.int64,
+                             scratch=1)
         self.add_check("_bad_targets", "error", _BAD_TARGETS, state=False)
 
     def _check(self, preds: Any, target: Any) -> None:
@@ -71,20 +75,15 @@ class Perplexity(Metric):
         if scores.dtype != self._dtype:
             scores = scores.to(self._dtype)
         t = target.reshape(-1)
-        tc = t.clamp(0, vocab - 1)
-        keep = tc == t  # in range
+        # Each token's bin in _counts: 0 counted, 1 bad target (out of range), 2 ignored (scratch).
+        kind = (t.clamp(0, vocab - 1) != t).long()
         if self.ignore_index is not None:
-            ignored = t == self.ignore_index
-            keep = keep & ~ignored
-            n_ignored = ignored.sum()
-        # log_softmax is one fused pass on CPU (logsumexp is several); only the target column is read.
-        log_prob = torch.log_softmax(scores, 1).gather(1, tc.unsqueeze(1)).squeeze(1)
-        S.total_log_probs.sub_(torch.where(keep, log_prob, torch.zeros_like(log_prob)).sum())
-        kept = keep.sum()
-        bad = t.shape[0] - kept
-        if self.ignore_index is not None:
-            bad = bad - n_ignored
-        S._counts.add_(torch.stack([kept, bad]))
+            kind.masked_fill_(t == self.ignore_index, 2)
+        # -log p(target) summed over the counted tokens: cross_entropy is log_softmax + a fused
+        # pick-and-sum (one pass over the vocabulary); the others get its ignored label.
+        counted = t.masked_fill(kind != 0, _SKIP)
+        S.total_log_probs.add_(F.cross_entropy(scores, counted, ignore_index=_SKIP, reduction="sum"))
+        S._counts.put_(kind, torch.ones_like(kind), accumulate=True)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         return torch.exp(states["total_log_probs"] / states["count"])

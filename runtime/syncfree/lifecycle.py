@@ -1,0 +1,109 @@
+"""The sync lifecycle shared by :class:`~syncfree.metric.Metric` and :class:`~syncfree.collection.MetricCollection`.
+
+Both are made of *parts*: one :class:`~syncfree.state.MetricState` per metric (a collection's
+members; members of a compute group share one). On top of :meth:`SyncLifecycle.sync_parts` this
+class gives ``trigger_sync`` (start one bucketed all_reduce per (dtype, op) bucket),
+``wait_sync``, ``sync``, ``unsync``, the states ``compute`` reads (global under
+``sync_on_compute``), and :meth:`SyncLifecycle.results_and_checks`, what
+:func:`syncfree.to_host` reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Mapping, NamedTuple, Sequence, Tuple
+
+from torch import Tensor
+
+from syncfree.distributed import Entry, SyncRecord, start_sync, sync_for_compute
+from syncfree.state import MetricState
+
+# (metric name for messages, counter tensor, policy "error" | "warn", message template)
+Counter = Tuple[str, Tensor, str, str]
+
+
+class SyncPart(NamedTuple):
+    """One metric's states within an owner: ``prefix`` makes its state labels unique in the owner."""
+
+    prefix: str
+    state: MetricState
+    sync_on_compute: bool
+
+
+class SyncLifecycle:
+    """``trigger_sync``/``wait_sync``/``sync``/``unsync`` and the states ``compute`` reads."""
+
+    _default_group: Any
+    _sync_record: SyncRecord
+
+    # ---- what an owner provides ------------------------------------------------------------
+    def sync_parts(self) -> List[SyncPart]:
+        """Every metric's states in this owner, in a fixed order."""
+        raise NotImplementedError
+
+    def _sub_owners(self) -> Sequence["SyncLifecycle"]:
+        """Owners whose own pending syncs ``wait_sync`` also finishes (a collection's members)."""
+        return ()
+
+    def _results(self, states: List[Mapping[str, Tensor]]) -> Any:
+        """The result of ``compute`` from the states of every part (in ``sync_parts`` order)."""
+        raise NotImplementedError
+
+    def _counters(self, states: List[Mapping[str, Tensor]]) -> List[Counter]:
+        """The check counters of every part, read from ``states``."""
+        raise NotImplementedError
+
+    # ---- the lifecycle ---------------------------------------------------------------------
+    @property
+    def process_group(self) -> Any:
+        """The process group syncs use when none is given (torchmetrics' ``process_group``)."""
+        return self._default_group
+
+    def _entries(self, parts: Sequence[SyncPart]) -> List[Entry]:
+        return [(part.prefix + name, part.state, name) for part in parts for name in part.state.reductions]
+
+    def trigger_sync(self, group: Any = None) -> None:
+        """Start the all_reduce of every state, one per (dtype, reduce op) bucket (``async_op=True``)."""
+        group = group if group is not None else self._default_group
+        self._sync_record.pending = start_sync(type(self).__name__, self._sync_record,
+                                               self._entries(self.sync_parts()), group)
+
+    def wait_sync(self, timeout: Any = None) -> None:
+        """Finish a started sync; afterwards ``compute`` returns the global value."""
+        pending, self._sync_record.pending = self._sync_record.pending, None
+        if pending is not None:
+            pending.wait(timeout)
+        for sub in self._sub_owners():
+            sub.wait_sync(timeout)
+
+    def sync(self, group: Any = None, timeout: Any = None) -> None:
+        """``trigger_sync`` then ``wait_sync``."""
+        self.trigger_sync(group)
+        self.wait_sync(timeout)
+
+    def unsync(self) -> None:
+        """Drop the synced copies: ``compute`` returns this rank's local values again."""
+        for part in self.sync_parts():
+            part.state.synced = None
+
+    def states_for_compute(self) -> List[Mapping[str, Tensor]]:
+        """The states ``compute`` reads, per part: the synced copy when current; else, for parts with
+        ``sync_on_compute`` under a process group of several ranks, an all_reduce made now (one per
+        bucket for the whole owner, on the device, not stored); else the local states."""
+        parts = self.sync_parts()
+        todo = [part for part in parts if part.sync_on_compute and part.state.synced is None]
+        reduced = {}
+        if todo:
+            reduced = sync_for_compute(type(self).__name__, self._sync_record, self._entries(todo),
+                                       self._default_group)
+        out: List[Mapping[str, Tensor]] = []
+        for part in parts:
+            got = reduced.get(id(part.state))
+            out.append(got if got is not None else part.state.current())
+        return out
+
+    def results_and_checks(self) -> Tuple[Any, List[Counter]]:
+        """What ``to_host`` reads: the results as ``compute`` gives them, and the check counters of
+        the same states (pending syncs are finished first)."""
+        self.wait_sync()
+        states = self.states_for_compute()
+        return self._results(states), self._counters(states)
