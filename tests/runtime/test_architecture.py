@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "runtime" / "syncfree"
 
 
 def module_name(path: Path) -> str:
-    return "syncfree" if path.stem == "__init__" else f"syncfree.{path.stem}"
+    parts = ["syncfree", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imports_of(path: Path, modules: Set[str]) -> Set[str]:
@@ -35,7 +36,7 @@ def imports_of(path: Path, modules: Set[str]) -> Set[str]:
 
 
 def graph() -> Dict[str, Set[str]]:
-    paths = {module_name(p): p for p in PACKAGE.glob("*.py")}
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     return {name: {m for m in imports_of(path, set(paths)) if m in paths and m != name} for name, path in paths.items()}
 
 
