@@ -7,6 +7,7 @@ helpers reached from a step in another file are known only then.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import stat
 import sys
@@ -17,7 +18,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.arguments import Seeds, analyse
 from syncfree_lint.analysis.callgraph import resolve
-from syncfree_lint.analysis.device import may_use_accelerator
+from syncfree_lint.analysis.device import is_test_module, may_use_accelerator
 from syncfree_lint.analysis.filefacts import FileFacts
 from syncfree_lint.analysis.module import ModuleAnalysis
 from syncfree_lint.analysis.summarize import summarize
@@ -26,7 +27,7 @@ from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
-from syncfree_lint.project import ProjectIndex, context_files
+from syncfree_lint.project import ProjectIndex, context_files, find_project_root
 from syncfree_lint.rules import ALL_RULES, DEFAULTS
 from syncfree_lint.rules.tool.internal_error import InternalError
 from syncfree_lint.rules.tool.parse_error import ParseError
@@ -71,6 +72,11 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
         if not name:
             break
     return ".".join(parts), folder, is_package
+
+
+@functools.lru_cache(maxsize=4096)
+def _project_root(folder: str) -> Optional[str]:
+    return find_project_root(os.path.join(folder, "_"))
 
 
 def _rule_instances(enabled: FrozenSet[str]):
@@ -119,7 +125,10 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     except Exception as exc:  # libcst raises a few other types on odd input
         facts.errors.append(ParseError.at(path, 1, 1, "libcst_failed", detail=f"{type(exc).__name__}: {exc}"))
         return facts
-    uses_accelerator = may_use_accelerator(source, tree)
+    # a test module has no steps of its own (judged inside its project, not by where the project sits)
+    project_root = _project_root(os.path.dirname(os.path.abspath(path)))
+    uses_accelerator = may_use_accelerator(source, tree) and not is_test_module(
+        os.path.relpath(os.path.abspath(path), project_root) if project_root else path)
 
     def walk(parameter_kinds: Seeds) -> ModuleAnalysis:
         analysis = ModuleAnalysis(

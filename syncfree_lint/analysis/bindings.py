@@ -225,6 +225,8 @@ class BindingsMixin:
         elif kind == tensors.TENSORS and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
                 and iterable.func.attr.value == "values":
             self._bind_target(target, tensors.TENSOR)
+        elif kind in (tensors.HOST_TENSOR, tensors.NUMPY):
+            self._bind_target(target, kind)  # rows of a host tensor or an array stay on the host
         else:
             self._bind_target(target, tensors.TENSOR if kind in tensors.DEVICE_TENSORS else None)
 

@@ -34,6 +34,14 @@ _CLEAR_EVIDENCE = re.compile(
 _COMMENT = re.compile(r"^[^'\"\n]*?(#.*)$|^\s*#.*$", re.MULTILINE)
 
 
+def is_test_module(path: str) -> bool:
+    """``tests/...``, ``test_*.py``, ``*_test.py``, ``conftest.py``: code that tests training, not a run of it."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return (name.startswith(facts.TEST_MODULE_PREFIX) or name.endswith(facts.TEST_MODULE_SUFFIX)
+            or name in facts.TEST_MODULE_NAMES or any(part in facts.TEST_FOLDERS for part in parts[:-1]))
+
+
 def may_use_accelerator(source: str, tree: Optional[ast.AST]) -> bool:
     """False for a CPU-only file (see the module docstring)."""
     if tree is None:

@@ -14,7 +14,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.scope import (
-    FunctionFrame, LoopFrame, Placement, contains_step_marker, has_modulo, is_equality_guard, is_flag_guard,
+    FunctionFrame, LoopFrame, Placement, contains_step_marker, ends_the_run, has_modulo, is_equality_guard, is_flag_guard,
     is_host_branch, is_memo_guard, is_opt_in_call,
 )
 from syncfree_lint.analysis.arguments import PASSED
@@ -65,7 +65,8 @@ class FrequencyMixin:
         if has_modulo(test) or self._tests_remainder(test):
             return not contains_step_marker(node.body, self.qualname) and not self._period_is_one(test)
         return (
-            is_memo_guard(node)
+            ends_the_run(node)
+            or is_memo_guard(node)
             or is_flag_guard(test, self.logging_words, self.opt_in_words)
             or (self._tests_off_option(test) and not contains_step_marker(node.body, self.qualname))
             or is_opt_in_call(test, self.qualname)

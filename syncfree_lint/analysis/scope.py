@@ -298,6 +298,23 @@ def dotted_last(expr: cst.BaseExpression) -> str:
     return expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
 
 
+def ends_the_run(node: cst.If) -> bool:
+    """``if bad: log(...); raise ...`` / ``sys.exit(1)``: a branch that always leaves by an error
+    or a process exit runs at most once per run, however often its test is evaluated."""
+    body = node.body
+    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    if isinstance(last, cst.Raise):
+        return True
+    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+        return dotted(last.value.func) in facts.PROCESS_EXITS
+    return False
+
+
 def is_early_exit(node: cst.If) -> Optional[str]:
     """``return``/``continue`` when the if-body only leaves the function/loop, else None."""
     if node.orelse is not None:

@@ -181,7 +181,10 @@ class TensorInference:
         return combine(left, right)
 
     def _Comparison(self, node: cst.Comparison) -> Optional[str]:
-        kinds = [self.kind(node.left)] + [self.kind(t.comparator) for t in node.comparisons]
+        sides = [node.left] + [t.comparator for t in node.comparisons]
+        if any(isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) for side in sides):
+            return OTHER  # a tensor never equals a string: ``d["mode"] == "train"`` compares Python values
+        kinds = [self.kind(side) for side in sides]
         if any(k in DEVICE_TENSORS for k in kinds):
             if all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
                 return OTHER

@@ -99,3 +99,13 @@ def is_loader_name(name: str) -> bool:
     are named ``trainloader`` or ``dataloader_train`` just as often."""
     last = name.rsplit(".", 1)[-1].lower()
     return any(word in last for word in LOADER_WORDS)
+
+#: calls that end the process: a branch that ends in one (or in ``raise``) runs at most once per run
+PROCESS_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+#: test modules (pytest's discovery conventions): a test exercises training code, it is not a run
+#: of it, so a test module has no steps of its own (its own `for batch in loader:` is not hot)
+TEST_MODULE_PREFIX = "test_"
+TEST_MODULE_SUFFIX = "_test.py"
+TEST_MODULE_NAMES = frozenset({"conftest.py"})
+TEST_FOLDERS = frozenset({"tests"})
