@@ -5,6 +5,8 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
+from syncfree_lint.fixes import pinned_transfer, scalar_tensor
+from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 
@@ -39,8 +41,12 @@ A Python scalar that changes per step can stay a CPU 0-d tensor: it reaches a GP
 argument, without a copy.
 
 ## Fix safety
-No automatic fix: hoisting needs the data to be step-invariant.
+Safe, for a Python number: `torch.tensor(x, device=d)` -> `torch.full((), x, device=d)` with the
+dtype `torch.tensor` infers (`torch.bool`, `torch.int64`; a float gets the default dtype either way),
+`dtype=` and `requires_grad=` kept; only where `x` is proven one Python type (`fixes/scalar_tensor.py`).
+Lists and arrays have no automatic fix: hoisting needs the data to be step-invariant.
 """
+    fix_title = "fill on the device: `torch.full((), x, device=d)`, no host copy"
 
     def check(self, node: cst.Call, ctx) -> None:
         if not isinstance(node.func, (cst.Attribute, cst.Name)):
@@ -55,7 +61,9 @@ No automatic fix: hoisting needs the data to be step-invariant.
         if data is None or ctx.kind(data) in tensors.DEVICE_TENSORS:
             return
         name = qual.split(".")[-1]
-        ctx.report(self, node, f"`torch.{name}(..., device=...)` in a step copies host data to the device and waits; build it once outside the step, or keep it a CPU tensor")
+        scope = ctx.function.node if ctx.function is not None else ctx.module
+        ctx.report(self, node, f"`torch.{name}(..., device=...)` in a step copies host data to the device and waits; build it once outside the step, or keep it a CPU tensor",
+                   fix=FixPlan(self.fix_title, "safe", scalar_tensor.builder(node, scope, ctx.state(self).setdefault("scopes", {}))))
 
 
 class BlockingBatchTransfer(Rule[cst.Call]):
@@ -88,8 +96,10 @@ for x, y in loader:
 ```
 
 ## Fix safety
-No automatic fix yet: `non_blocking=True` without pinned memory gains nothing.
+Safe: `non_blocking=True` is added where the loop's loader is built in the same file with
+`pin_memory=True` (`fixes/pinned_transfer.py`); without pinned memory it would gain nothing.
 """
+    fix_title = "copy from pinned memory without waiting: `non_blocking=True`"
 
     def check(self, node: cst.Call, ctx) -> None:
         name = method_call(node)
@@ -107,7 +117,9 @@ No automatic fix yet: `non_blocking=True` without pinned memory gains nothing.
                 return
             if isinstance(target, cst.Attribute) and target.attr.value in ("float16", "bfloat16", "float32", "float", "half", "long", "int"):
                 return
-        ctx.report(self, node)
+        scopes = ([ctx.function.node] if ctx.function is not None else []) + [ctx.module]
+        build = pinned_transfer.builder(node, [loop.node for loop in ctx.loops], scopes, ctx.state(self).setdefault("scopes", {}))
+        ctx.report(self, node, fix=FixPlan(self.fix_title, "safe", build))
 
 
 RULES = (TensorFromPythonData, BlockingBatchTransfer)
