@@ -7,6 +7,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
 from syncfree_lint.fixes import host_read_proof as proof
+from syncfree_lint.fixes import item_fix
 from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
@@ -59,7 +60,9 @@ A float (a loss) keeps its type through `float()`: `total += loss.item()` become
 `loss /= accum`); every other read of the name becomes `float(name)`. A count stays an int:
 `correct += (pred == y).sum().item()` becomes `correct += (pred == y).sum()` (an int64 tensor on
 the device) and every read becomes `int(correct)`, so `"Accuracy: 9912/10000"` prints the same.
-It is offered only when:
+A history list, `history.append(loss.item())`, holds `loss.detach()` and is read back once where
+it is read (`fixes/host_list.py` lists the conditions); `meter.update(x.item(), n)` is declined.
+For a number binding it is offered only when:
 
 - the name is bound only by that statement in its function (or module), plus, for `+=`,
   `total = <number literal>` initialisations and resets: no other assignment, augmented
@@ -99,7 +102,7 @@ modules importing a module-level accumulator.
         if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and _host_read_receiver(node, ctx):
             scope = ctx.function.node if ctx.function is not None else ctx.module
             site = proof.ItemSite(node, ctx.statement, scope, ctx.placement())
-            build = lambda: proof.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
+            build = lambda: item_fix.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
                                          state.setdefault("scopes", {})).parts
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))
 
