@@ -44,6 +44,9 @@ def decide(call: cst.Call, loops: Sequence[cst.CSTNode], indexes: Sequence[Scope
     loop = next((node for node in reversed(loops) if isinstance(node, cst.For)), None)
     if loop is None:
         return Declined("not inside the `for` loop over the loader (the loader is not known here)")
+    moved = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if isinstance(moved, cst.Name) and moved.value == _whole_batch(loop):
+        return Declined("the whole batch object is moved: its `.to`/`.cuda` may not take `non_blocking`")
     loader = _drawn_from(loop.iter)
     if loader is None:
         return Declined("the loop does not iterate a loader named in this file")
@@ -53,6 +56,17 @@ def decide(call: cst.Call, loops: Sequence[cst.CSTNode], indexes: Sequence[Scope
     argument = cst.Arg(keyword=cst.Name("non_blocking"), value=cst.Name("True"),
                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
     return [Replace(call, None, code(call.with_changes(args=[*call.args, argument])))]
+
+
+def _whole_batch(loop: cst.For) -> Optional[str]:
+    """The name bound to each whole item the loader yields (``batch`` in ``for batch in loader`` or
+    ``for i, batch in enumerate(loader)``), if any."""
+    target: cst.BaseExpression = loop.target
+    iterable = loop.iter
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate" \
+            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+        target = target.elements[1].value
+    return target.value if isinstance(target, cst.Name) else None
 
 
 def _drawn_from(iterable: cst.BaseExpression) -> Optional[str]:
