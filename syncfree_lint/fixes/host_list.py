@@ -15,6 +15,8 @@ declines with the reason:
    see a snapshot instead of later appends;
 5. every read runs less often than the step (after the loop, or under a log guard);
 6. an in-place change that can reach the detached tensor gets ``.detach().clone()``.
+The list holds one small device tensor per step until it is read (a list never read keeps them
+all: device memory grows by one allocation per step where Python floats cost host memory).
 ``meter.update(x.item(), n)`` is always declined: what a meter does with a tensor depends on a
 class the linter does not prove.
 """
