@@ -84,10 +84,10 @@ def _pinned(name: str, indexes: Sequence[ScopeIndex]) -> Optional[str]:
             return f"the loader `{name}` is a parameter: it is built elsewhere"
         bindings = []
         for node, nested in index.occurrences(name):
+            if isinstance(index.parent.get(id(node)), BINDERS):  # nested too: `global name` in a function
+                return f"the loader `{name}` is bound by an import, def, with or global statement"
             if nested:
                 continue
-            if isinstance(index.parent.get(id(node)), BINDERS):
-                return f"the loader `{name}` is bound by an import, def, with or global statement"
             statement = index.stores.get(id(node))
             if statement is not None:
                 bindings.append((node, statement))

@@ -108,10 +108,10 @@ def _name_number(name: str, index: ScopeIndex, seen: Set[str]) -> Union[str, Dec
     seen = seen | {name}
     found: Set[str] = set()
     for node, nested in index.occurrences(name):
+        if isinstance(index.parent.get(id(node)), BINDERS):  # nested too: `global name` in a function rebinds it
+            return Declined(f"`{name}` is bound by an import, def, with/except or global/nonlocal")
         if nested:
             continue
-        if isinstance(index.parent.get(id(node)), BINDERS):
-            return Declined(f"`{name}` is bound by an import, def, with/except or global/nonlocal")
         bound_by = index.stores.get(id(node))
         if bound_by is None:
             continue

@@ -82,3 +82,12 @@ def test_declined_with_its_reason(name):
     setup, expression, reason = DECLINED[name]
     decision = decide(setup, expression)
     assert isinstance(decision, Declined) and reason in decision.reason, decision
+
+
+def test_a_module_name_a_function_rebinds_through_global_is_declined():
+    module = cst.parse_module(
+        "import torch\nflag = False\n\n\ndef toggle():\n    global flag\n    flag = 0.5\n\n\n"
+        "t = torch.tensor(flag, device='cuda')\n")
+    call = module.body[-1].body[0].value  # type: ignore[attr-defined]
+    decision = scalar_tensor.decide(call, ScopeIndex(module))
+    assert isinstance(decision, Declined) and "global" in decision.reason, decision
