@@ -12,6 +12,7 @@ from syncfree_lint.engine import run
 from syncfree_lint.cache import CACHE_DIR, Cache
 from syncfree_lint.cli_report import declined_fixes, fix_stdin, report
 from syncfree_lint.output.formats import FORMATS
+from syncfree_lint.output.text import only_unsafe_note
 from syncfree_lint.rules import ALL_RULES, BY_CODE, DEFAULTS
 
 
@@ -105,6 +106,8 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
             sys.stderr.write(f"syncfree-lint: {path} changed on disk while fixing; left as it is\n")
         except OSError as exc:
             sys.stderr.write(f"syncfree-lint: cannot write {path}: {exc}\n")
+    if not args.unsafe_fixes and not applied_all:
+        sys.stderr.write(only_unsafe_note(result.diagnostics, args.unsafe_fixes))
     if args.show_fixes and applied_all:
         stream = sys.stderr if args.diff else out
         stream.write(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}:\n")
@@ -213,7 +216,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     # fix edits need exact positions (a code generation pass): build them only when shown or used
     want_fixes = bool(args.fix or args.diff or args.statistics or args.show_fixes
-                      or args.output_format in ("json", "sarif"))
+                      or args.output_format in ("json", "sarif", "text", "grouped"))  # text: `[*]` and the summary
     cache = None
     if not args.no_cache:  # with stdin, only the project's summaries are stored
         folder = args.cache_dir or os.path.join(config.root, CACHE_DIR)

@@ -13,7 +13,7 @@ from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.fingerprint import SourceTexts, fingerprints
 from syncfree_lint.output.formats import FORMATS, format_sarif
 from syncfree_lint.output.source import format_with_source
-from syncfree_lint.output.text import format_statistics, format_text
+from syncfree_lint.output.text import format_statistics, format_text, only_unsafe_note, summary_line
 
 Stdin = Optional[Tuple[str, str]]
 #: codes whose line says nothing about where a comment would help
@@ -37,12 +37,14 @@ def fix_stdin(args, name: str, text: str, config: Config, project_cache, out: Te
         return lint_text(path, source, config, project_cache=project_cache, project=not args.no_project)
 
     fixed = fix_text(name, text, lint, applicable)
+    if not fixed.changed:
+        sys.stderr.write(only_unsafe_note(lint(name, text), args.unsafe_fixes))
     if args.diff:
         out.write(fixed.diff())
         return 1 if fixed.changed else 0
     out.write(fixed.fixed)
     remaining = lint(name, fixed.fixed)
-    sys.stderr.write(format_text(remaining))
+    sys.stderr.write(format_text(remaining, unsafe_fixes=args.unsafe_fixes))
     if args.show_fixes and fixed.applied:
         sys.stderr.write(f"Fixed {_plural(len(fixed.applied), 'finding')}.\n")
     if any(d.code == "SFL001" for d in remaining):
@@ -123,9 +125,9 @@ def report(args, result, config: Config, paths: Sequence[str], stdin: Stdin, out
     if args.add_noqa:
         return add_noqa_files(diagnostics, stdin, out)
     if args.show_source and args.output_format == "text":
-        out.write(format_with_source(diagnostics, texts.get, show_reach=args.show_reach))
-    elif args.show_reach and args.output_format == "text":
-        out.write(format_text(diagnostics, show_reach=True))
+        out.write(format_with_source(diagnostics, texts.get, show_reach=args.show_reach, unsafe_fixes=args.unsafe_fixes))
+    elif args.output_format == "text":
+        out.write(format_text(diagnostics, show_reach=args.show_reach, unsafe_fixes=args.unsafe_fixes))
     elif args.output_format == "sarif":
         out.write(format_sarif(diagnostics, fingerprints(diagnostics, texts, config.root)))
     else:
@@ -135,6 +137,8 @@ def report(args, result, config: Config, paths: Sequence[str], stdin: Stdin, out
     if args.show_fixes and not (args.fix or args.diff):
         out.write(declined_fixes(diagnostics))
     out.flush()
+    if args.output_format in ("text", "grouped"):  # stdout keeps one finding per line for tools that parse it
+        sys.stderr.write(summary_line(list(diagnostics), args.unsafe_fixes))
     if result.internal_errors:
         return 2
     if stale and args.baseline_strict:

@@ -39,5 +39,7 @@ class Diagnostic:
     reach: Tuple[Tuple[str, str], ...] = field(default=(), compare=False)  # (where, what) links: why it runs per step, outermost first
     fix_declined: Optional[str] = field(default=None, compare=False)  # why a rule's fix was not offered here
 
-    def format(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+    def format(self, marked: bool = False) -> str:
+        """flake8's shape; ``marked`` adds ruff's ``[*]`` after the code (a fix would apply)."""
+        mark = " [*]" if marked else ""
+        return f"{self.path}:{self.line}:{self.col}: {self.code}{mark} {self.message}"

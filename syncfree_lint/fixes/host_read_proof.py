@@ -365,3 +365,8 @@ def _frequency(site: ItemSite, reads: List[cst.Name], index: ScopeIndex, places:
             continue
         return "a read stays at step frequency (the sync would only move)"
     return None
+
+
+#: what the history-list fix (``fixes/host_list.py``) shares with this proof
+read_frequency = _frequency
+may_change_in_place = _may_change_in_place

@@ -5,7 +5,7 @@ from typing import Callable, Iterable, Optional
 
 from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.noqa_edit import split_lines
-from syncfree_lint.output.text import format_reach
+from syncfree_lint.output.text import format_reach, marked
 
 
 def source_excerpt(line_text: str, col: int) -> str:
@@ -16,11 +16,11 @@ def source_excerpt(line_text: str, col: int) -> str:
 
 
 def format_with_source(diagnostics: Iterable[Diagnostic], text_of: Callable[[str], Optional[str]],
-                       show_reach: bool = False) -> str:
+                       show_reach: bool = False, unsafe_fixes: bool = False) -> str:
     out = []
     lines_of = {}
     for d in diagnostics:
-        out.append(d.format() + "\n")
+        out.append(d.format(marked(d, unsafe_fixes)) + "\n")
         if d.path not in lines_of:
             text = text_of(d.path)
             lines_of[d.path] = split_lines(text) if text is not None else []

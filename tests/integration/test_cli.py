@@ -94,3 +94,57 @@ def test_linter_never_imports_torch(train):
     )
     proc = subprocess.run([sys.executable, "-c", code, str(train)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+FIXABLE = textwrap.dedent(
+    """\
+    import torch
+    import torchmetrics
+
+    device = "cuda"
+    model = torch.nn.Linear(2, 2).to(device)
+    criterion = torch.nn.MSELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    mean = torchmetrics.MeanMetric().to(device)
+    total = 0.0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        mean.update(loss)
+        total += loss.item()
+    print(total)
+    """
+)
+
+
+def test_fixable_findings_are_marked_and_summed_up_as_ruff_does(tmp_path, capsys):
+    """`[*]` after the code for a fix that would apply; the summary (stderr) counts safe fixes and
+    how many more --unsafe-fixes would apply."""
+    path = tmp_path / "train.py"
+    path.write_text(FIXABLE)
+    assert main([str(path), "--no-cache"]) == 1
+    captured = capsys.readouterr()
+    by_code = {line.split(": ", 1)[1].split()[0]: line for line in captured.out.splitlines()}
+    assert ": SFL301 [*] " in by_code["SFL301"] and "[*]" not in by_code["SFL101"]
+    assert captured.err == "Found 3 findings. [*] 2 fixable with --fix; 1 more with --unsafe-fixes\n"
+    assert main([str(path), "--no-cache", "--unsafe-fixes"]) == 1
+    captured = capsys.readouterr()
+    assert all(" [*] " in line for line in captured.out.splitlines())
+    assert captured.err == "Found 3 findings. [*] 3 fixable with --fix --unsafe-fixes\n"
+    assert main([str(path), "--no-cache", "--output-format", "json"]) == 1
+    assert capsys.readouterr().err == ""  # machine formats: nothing but the document
+
+
+def test_diff_says_when_only_unsafe_fixes_exist(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(FIXABLE.replace("import torchmetrics\n", "").replace("mean = torchmetrics.", "# ")
+                    .replace("mean.update(loss)", "pass"))
+    assert main([str(path), "--no-cache", "--diff"]) == 0  # no safe fix: no diff
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "syncfree-lint: no safe fixes; 1 available with --unsafe-fixes\n" == captured.err
+    assert main([str(path), "--no-cache", "--diff", "--unsafe-fixes"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("---") and "no safe fixes" not in captured.err

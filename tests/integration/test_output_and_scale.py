@@ -33,7 +33,10 @@ def test_every_format_carries_the_same_findings(tree, capsys):
     lines = text.splitlines()
     _, raw = run_cli([str(tree), "--no-cache", "--output-format", "json"], capsys)
     items = json.loads(raw)
-    assert [f"{i['path']}:{i['start']['line']}:{i['start']['column']}: {i['code']} {i['message']}" for i in items] == lines
+    # text marks with `[*]` exactly the findings whose JSON fix is safe (no --unsafe-fixes here)
+    mark = lambda i: " [*]" if i["fix"] and i["fix"]["edits"] and i["fix"]["applicability"] == "safe" else ""  # noqa: E731
+    assert [f"{i['path']}:{i['start']['line']}:{i['start']['column']}: {i['code']}{mark(i)} {i['message']}" for i in items] == lines
+    assert any(mark(i) for i in items) and not all(mark(i) for i in items)
     for item in items:
         assert set(item) == {"code", "message", "path", "start", "end", "fix", "url", "reach"}
         assert item["end"]["line"] >= item["start"]["line"]
@@ -112,7 +115,8 @@ def test_cache_survives_corruption_and_concurrent_runs(tree, tmp_path):
     command = [sys.executable, "-m", "syncfree_lint", str(tree), "--cache-dir", str(cache)]
     procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
-    assert len({out for out, _ in outs}) == 1 and all(not err for _, err in outs)
+    assert len({out for out, _ in outs}) == 1 and len({err for _, err in outs}) == 1
+    assert outs[0][1].decode().startswith("Found ") and outs[0][1].count(b"\n") == 1  # only the summary line
     assert not list(cache.rglob("*.tmp"))
     for entry in cache.rglob("*.pickle"):
         entry.write_bytes(b"garbage")
@@ -122,4 +126,5 @@ def test_cache_survives_corruption_and_concurrent_runs(tree, tmp_path):
 
 def test_progress_only_on_a_terminal(tree):
     proc = subprocess.run([sys.executable, "-m", "syncfree_lint", str(tree), "--no-cache"], capture_output=True, text=True)
-    assert proc.stderr == ""  # stderr is not a terminal here: silent
+    # stderr is not a terminal here: no progress, only the summary line
+    assert proc.stderr.startswith("Found ") and proc.stderr.count("\n") == 1 and "\r" not in proc.stderr

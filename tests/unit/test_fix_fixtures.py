@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import List
@@ -28,15 +29,23 @@ def source_of(fixed: Path) -> Path:
     return fixed.with_name(fixed.name[: -len(".fixed.py")] + ".py")
 
 
+def selected(path: Path) -> List[str]:
+    """Opt-in codes named by the fixture's `# select: CODE` first line (as tests/unit/test_fixtures.py reads it)."""
+    first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    match = re.match(r"#\s*select:\s*([A-Z0-9,\s]+)$", first)
+    return [code.strip() for code in match.group(1).split(",") if code.strip()] if match else []
+
+
 def run_cli(args: List[str], capsys) -> tuple:
     capsys.readouterr()
-    status = cli.main(["--no-cache", "--jobs", "1", *args])
+    extra = selected(Path(args[-1]))
+    status = cli.main(["--no-cache", "--jobs", "1", *(["--extend-select", ",".join(extra)] if extra else []), *args])
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
 
 def diagnostics(path: Path):
-    return engine.run([str(path)], Config()).diagnostics
+    return engine.run([str(path)], Config(extend_select=tuple(selected(path)))).diagnostics
 
 
 def copy_source(fixed: Path, tmp_path: Path) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.fixes import host_read_proof as proof
+from syncfree_lint.fixes import item_fix
 from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.host_reads._common import host_read_receiver
@@ -93,7 +94,9 @@ A float (a loss) keeps its type through `float()`: `total += loss.item()` become
 `loss /= accum`); every other read of the name becomes `float(name)`. A count stays an int:
 `correct += (pred == y).sum().item()` becomes `correct += (pred == y).sum()` (an int64 tensor on
 the device) and every read becomes `int(correct)`, so `"Accuracy: 9912/10000"` prints the same.
-It is offered only when:
+A history list, `history.append(loss.item())`, holds `loss.detach()` and is read back once where
+it is read (`fixes/host_list.py` lists the conditions); `meter.update(x.item(), n)` is declined.
+For a number binding it is offered only when:
 
 - the name is bound only by that statement in its function (or module), plus, for `+=`,
   `total = <number literal>` initialisations and resets: no other assignment, augmented
@@ -133,6 +136,6 @@ modules importing a module-level accumulator.
         if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and host_read_receiver(node, ctx):
             scope = ctx.function.node if ctx.function is not None else ctx.module
             site = proof.ItemSite(node, ctx.statement, scope, ctx.placement())
-            build = lambda: proof.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
+            build = lambda: item_fix.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
                                          state.setdefault("scopes", {})).parts
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))

@@ -5,6 +5,8 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
+from syncfree_lint.fixes import pinned_transfer
+from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 
@@ -57,8 +59,10 @@ for x, y in loader:
 ```
 
 ## Fix safety
-No automatic fix yet: `non_blocking=True` without pinned memory gains nothing.
+Safe: `non_blocking=True` is added where the loop's loader is built in the same file with
+`pin_memory=True` (`fixes/pinned_transfer.py`); without pinned memory it would gain nothing.
 """
+    fix_title = "copy from pinned memory without waiting: `non_blocking=True`"
 
     def check(self, node: cst.Call, ctx) -> None:
         name = method_call(node)
@@ -77,4 +81,6 @@ No automatic fix yet: `non_blocking=True` without pinned memory gains nothing.
             if isinstance(target, cst.Attribute) and target.attr.value in ("float16", "bfloat16", "float32", "float", "half",
                                                                           "long", "int"):
                 return
-        ctx.report(self, node)
+        scopes = ([ctx.function.node] if ctx.function is not None else []) + [ctx.module]
+        build = pinned_transfer.builder(node, [loop.node for loop in ctx.loops], scopes, ctx.state(self).setdefault("scopes", {}))
+        ctx.report(self, node, fix=FixPlan(self.fix_title, "safe", build))

@@ -5,6 +5,8 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.tensors import is_cpu_device, keyword_value, positional
+from syncfree_lint.fixes import scalar_tensor
+from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule
 
 
@@ -75,8 +77,12 @@ A Python scalar that changes per step can stay a CPU 0-d tensor: it reaches a GP
 argument, without a copy.
 
 ## Fix safety
-No automatic fix: hoisting needs the data to be step-invariant.
+Safe, for a Python number: `torch.tensor(x, device=d)` -> `torch.full((), x, device=d)` with the
+dtype `torch.tensor` infers (`torch.bool`, `torch.int64`; a float gets the default dtype either way),
+`dtype=` and `requires_grad=` kept; only where `x` is proven one Python type (`fixes/scalar_tensor.py`).
+Lists and arrays have no automatic fix: hoisting needs the data to be step-invariant.
 """
+    fix_title = "fill on the device: `torch.full((), x, device=d)`, no host copy"
 
     def check(self, node: cst.Call, ctx) -> None:
         if not isinstance(node.func, (cst.Attribute, cst.Name)):
@@ -90,4 +96,6 @@ No automatic fix: hoisting needs the data to be step-invariant.
         data = positional(node, 0)
         if data is None or ctx.kind(data) in tensors.DEVICE_TENSORS:
             return
-        ctx.report(self, node, "function", function=qual.split(".")[-1])
+        scope = ctx.function.node if ctx.function is not None else ctx.module
+        fix = FixPlan(self.fix_title, "safe", scalar_tensor.builder(node, scope, ctx.state(self).setdefault("scopes", {})))
+        ctx.report(self, node, "function", fix=fix, function=qual.split(".")[-1])

@@ -1,0 +1,18 @@
+"""SFL101's fix, by the statement the ``.item()`` sits in: a history list or a meter
+(``fixes/host_list.py``), else a number binding (``fixes/host_read_proof.py``)."""
+from __future__ import annotations
+
+from typing import Dict
+
+from syncfree_lint.fixes import host_list
+from syncfree_lint.fixes import host_read_proof as proof
+from syncfree_lint.fixes.scope_index import ScopeIndex
+
+
+def decide(site: proof.ItemSite, places: Dict[int, "proof.Placement"], qualname: proof.QualName, source: str,
+           cache: Dict[int, ScopeIndex]) -> proof.Proof:
+    """The edits of SFL101's fix for ``site``, or the reason it is declined."""
+    outer = host_list.appended_item(site)
+    if outer is not None:
+        return host_list.decide(site, outer, places, qualname, source, cache)  # type: ignore[arg-type]
+    return proof.decide(site, places, qualname, source, cache)
