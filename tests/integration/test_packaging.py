@@ -29,8 +29,9 @@ def test_wheel_holds_linter_and_runtime(tmp_path):
     [wheel] = list(tmp_path.glob("syncfree_lint-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "syncfree_lint/cli.py" in names
-    assert "syncfree_lint/rules/host_reads.py" in names
+    assert "syncfree_lint/rules/host_reads/item.py" in names  # rule families are subpackages
     assert "syncfree/__init__.py" in names
+    assert "syncfree/guard/__init__.py" in names and "syncfree/trace/__main__.py" in names
     assert not any(name.startswith(("tests/", "fixtures/", "benchmarks/")) for name in names)
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert "Requires-Dist: libcst" in metadata
