@@ -84,6 +84,10 @@ def _read_all(folder):
     return result
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cmd(folder):
     return [sys.executable, "-m", "syncfree_lint", "--fix", "--unsafe-fixes", "--no-cache", "--show-fixes", "-j", "1", str(folder)]
 
@@ -115,7 +119,10 @@ def reference(tmp_path_factory):
 def _interrupted_run(folder, signum):
     mtimes = {rel: os.stat(path).st_mtime_ns for rel, path in _files(folder).items()}
     paths = _files(folder)
-    proc = subprocess.Popen(_cmd(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the linter starts with Ctrl-C's default action, as from a terminal: a test run started in the
+    # background of a non-interactive shell inherits SIGINT ignored, which would hide the handling
+    proc = subprocess.Popen(_cmd(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     started = time.perf_counter()
     changed_at_signal = None
     try:
