@@ -67,16 +67,19 @@ class _ParseThread:
 
     def call(self, function: Callable[..., Result], *args: object) -> Result:
         reply: "queue.SimpleQueue" = queue.SimpleQueue()
-        self.requests.put((function, args, reply))
-        interrupted: Optional[BaseException] = None
-        while True:
+        if _BLOCKABLE:
+            # Ctrl-C and SIGTERM wait until the reply is held: caught while waiting and retried, one
+            # raised just after ``get()`` returned would lose the reply and hang the run for ever.
+            # Unblocking delivers a pending signal, which then stops the run as usual.
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKABLE)
             try:
+                self.requests.put((function, args, reply))
                 ok, value = reply.get()
-                break
-            except KeyboardInterrupt as exc:  # let the parse finish, then stop
-                interrupted = exc
-        if interrupted is not None:
-            raise interrupted
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        else:
+            self.requests.put((function, args, reply))
+            ok, value = reply.get()
         if ok:
             return value
         raise value
