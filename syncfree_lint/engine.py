@@ -19,15 +19,16 @@ import libcst as cst
 from syncfree_lint.analysis.arguments import Seeds, analyse
 from syncfree_lint.analysis.callgraph import resolve
 from syncfree_lint.analysis.device import is_test_module, may_use_accelerator
-from syncfree_lint.analysis.filefacts import FileFacts
+from syncfree_lint.analysis.filefacts import ExternalKinds, FileFacts
 from syncfree_lint.analysis.module import ModuleAnalysis
+from syncfree_lint.analysis.run_kinds import ROUNDS, merge, plan, teachers
 from syncfree_lint.analysis.summarize import summarize
 from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
-from syncfree_lint.project import ProjectIndex, context_files, find_project_root
+from syncfree_lint.project import ProjectIndex, context_files, find_project_root, summary_of
 from syncfree_lint.rules import ALL_RULES, DEFAULTS
 from syncfree_lint.rules.tool.internal_error import InternalError
 from syncfree_lint.rules.tool.parse_error import ParseError
@@ -84,14 +85,15 @@ def _rule_instances(enabled: FrozenSet[str]):
 
 
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
-                fixes: bool = True) -> FileFacts:
+                fixes: bool = True, external: Optional[ExternalKinds] = None) -> FileFacts:
     """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts).
 
     Runs on the process's parse thread (see ``syncfree_lint.parse``)."""
-    return on_parse_thread(_lint_source, path, source, config, enabled, noqa, fixes)
+    return on_parse_thread(_lint_source, path, source, config, enabled, noqa, fixes, external)
 
 
-def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool, fixes: bool) -> FileFacts:
+def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool, fixes: bool,
+                 external: Optional[ExternalKinds]) -> FileFacts:
     module_name, root, is_package = module_identity(path)
     facts = FileFacts(path, module_name, root)
     # Python's own parser first: libcst's native parser can overflow its stack (and kill the
@@ -135,7 +137,7 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
             path, source, module, _rule_instances(enabled), config.all_step_functions,
             tree=tree, module_name=module_name, is_package=is_package, root=root,
             uses_accelerator=uses_accelerator, logging_words=config.all_logging_words,
-            opt_in_words=config.all_opt_in_words, parameter_kinds=parameter_kinds,
+            opt_in_words=config.all_opt_in_words, parameter_kinds=parameter_kinds, external=external,
         )
         analysis.run()
         return analysis
@@ -155,8 +157,10 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
 
 
 def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional[str] = None,
-              cache: Optional[Cache] = None, noqa: bool = True, fixes: bool = True) -> Tuple[FileFacts, int, bool]:
-    """(facts, line count, parsed?) for one file; ``text`` is given for --stdin-filename."""
+              cache: Optional[Cache] = None, noqa: bool = True, fixes: bool = True,
+              external: Optional[ExternalKinds] = None) -> Tuple[FileFacts, int, bool]:
+    """(facts, line count, parsed?) for one file; ``text`` is given for --stdin-filename;
+    ``external``: what the rest of the run says about its values (``analysis.run_kinds``)."""
     key = None
     if text is None:
         module_name, root, _ = module_identity(path)
@@ -167,7 +171,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
         if cache is not None:
-            key = cache.key(path, data)
+            key = cache.key(path, data + (b"\0" + repr(external).encode() if external else b""))
             hit = cache.get(key)
             if hit is not None:
                 return hit
@@ -178,11 +182,11 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    if not could_hold_finding(text, config.all_step_functions):
+    if not external and not could_hold_finding(text, config.all_step_functions):
         module_name, root, _ = module_identity(path)
-        outcome = (FileFacts(path, module_name, root), lines, False)
+        outcome = (FileFacts(path, module_name, root, skipped=True), lines, False)
     else:
-        outcome = (lint_source(path, text, config, enabled, noqa, fixes), lines, True)
+        outcome = (lint_source(path, text, config, enabled, noqa, fixes, external), lines, True)
     if key is not None and cache is not None:  # a key is only made with a cache
         cache.put(key, outcome)
     return outcome
@@ -315,6 +319,9 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
             requested = [stdin[0]] if stdin is not None else files
             if requested and not any(os.path.isdir(path) for path in paths):
                 all_facts.extend(project_context(requested, config, enabled, cache, jobs))
+        linted = len(files)  # the rest are the project's context: summaries that only teach
+        all_facts[:linted] = learn_across_files(all_facts[:linted], all_facts[linted:], config, enabled, cache, fixes,
+                                                stdin)
     finally:
         sys.setrecursionlimit(old_limit)
     diagnostics = resolve(all_facts)
@@ -346,8 +353,41 @@ def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bo
     enabled = config.enabled_codes(DEFAULTS)
     facts, _, _ = lint_path(path, config, enabled, text, noqa=noqa, fixes=fixes)
     context = project_context([path], config, enabled, project_cache, 1) if project else []
+    facts, = learn_across_files([facts], context, config, enabled, None, fixes, (path, text), noqa)
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
     return select(resolve([facts] + context), config, enabled | always)
+
+
+def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config: Config, enabled: FrozenSet[str],
+                       cache: Optional[Cache], fixes: bool, stdin: Optional[Tuple[str, str]],
+                       noqa: bool = True) -> List[FileFacts]:
+    """``linted`` again, with the files that other files' facts teach a kind walked once more
+    (``analysis.run_kinds``), round after round. ``context`` files (summaries of the rest of the
+    project) teach; those that call a linted file's functions learn too, so they can pass a kind
+    on. ``stdin``: (name, text) of a buffer."""
+    reported = {facts.path for facts in linted}
+    learners = reported | teachers(linted + context, reported)
+    learned: Dict[str, ExternalKinds] = {}
+    for _ in range(ROUNDS):
+        again = {}
+        for path, external in plan(linted + context, learners).items():
+            merged = merge(learned.get(path), external)
+            if merged != learned.get(path):
+                learned[path] = again[path] = merged
+        if not again:
+            break
+
+        def relint(facts: FileFacts, summary: bool) -> FileFacts:
+            if facts.path not in again:
+                return facts
+            text = stdin[1] if stdin is not None and facts.path == stdin[0] else None
+            fresh = lint_path(facts.path, config, enabled, text, None if summary else cache, noqa=noqa,
+                              fixes=fixes and not summary, external=again[facts.path])[0]
+            return summary_of(fresh) if summary else fresh
+
+        linted = [relint(facts, False) for facts in linted]
+        context = [relint(facts, True) for facts in context]
+    return linted
 
 
 def project_context(requested: Sequence[str], config: Config, enabled: FrozenSet[str], cache: Optional[Cache],

@@ -41,10 +41,17 @@ def find_project_root(path: str) -> Optional[str]:
 
 
 def summary_of(facts: FileFacts) -> FileFacts:
-    """Only what other files need: the functions a file defines and the calls it makes."""
+    """Only what other files need: the functions a file defines, the calls it makes, and the kind
+    facts of ``analysis.run_kinds``."""
     slim = FileFacts(facts.path, facts.module_name, facts.root)
     slim.functions = facts.functions
     slim.edges = facts.edges
+    # what the requested files may learn about values, and what this file could learn first (``run_kinds``)
+    slim.returns = facts.returns
+    slim.calls_out = facts.calls_out
+    slim.unknown_imports = facts.unknown_imports
+    slim.unknown_params = facts.unknown_params
+    slim.skipped = facts.skipped
     return slim
 
 

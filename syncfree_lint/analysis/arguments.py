@@ -14,8 +14,9 @@ A parameter gets a seed only from evidence that holds for every call the file sh
   syncs);
 - a host kind (a number, numpy, a host tensor, ...) when every call passes that same kind.
 
-An annotation that names a kind (``torch.Tensor``) wins over the seed. Calls from other files are
-not seen here.
+An annotation that names a kind (``torch.Tensor``) wins over the seed. Calls from other files
+arrive as ``ExternalKinds.calls_in`` (``analysis.run_kinds``) and count like the file's own; the
+file's own calls of imported functions are kept in ``calls_out`` for the other files.
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import CallRef, NameRef, SelfRef
+from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
+from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
-    from syncfree_lint.analysis.scope import FunctionFrame
+    from syncfree_lint.analysis.scope import FunctionFrame, Placement
 
 #: function qualname -> parameter name -> kind (and ``name + PASSED`` for a parameter some call sets)
 Seeds = Dict[str, Dict[str, str]]
@@ -49,12 +51,18 @@ class ArgumentsMixin:
 
     functions: Dict[str, "FunctionFrame"]
     argument_records: List[_Record]
+    calls_out: List[Tuple[str, ArgKinds, "Placement"]]
+    external: ExternalKinds
+    placement: Callable[[], "Placement"]
     unknown_reads: Set[Tuple[str, str]]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     resolve_local: Callable[[CallRef], List[str]]
 
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
-        if not args or not (isinstance(ref, SelfRef) or (isinstance(ref, NameRef) and "." not in ref.name)):
+        if not args:
+            return
+        imported = isinstance(ref, DottedRef)
+        if not (imported or isinstance(ref, SelfRef) or (isinstance(ref, NameRef) and "." not in ref.name)):
             return
         positional: List[Optional[str]] = []
         keywords: List[Tuple[str, Optional[str]]] = []
@@ -70,27 +78,34 @@ class ArgumentsMixin:
                 keywords.append((arg.keyword.value, kind))
             elif not keywords:
                 positional.append(kind)
-        self.argument_records.append((ref, tuple(positional), tuple(keywords)))
+        if not imported:
+            self.argument_records.append((ref, tuple(positional), tuple(keywords)))
+        elif any(k not in (None, _UNKNOWN_REST) for k in positional + [k for _, k in keywords]):
+            assert isinstance(ref, DottedRef)  # for the type checker
+            self.calls_out.append((ref.qualname, (tuple(positional), tuple(keywords)), self.placement()))  # for others
 
     def parameter_seeds(self) -> Seeds:
         """Kinds for parameters that every call of this file agrees on (see the module doc)."""
         passed: Dict[Tuple[str, str], List[Optional[str]]] = {}
-        for ref, positional, keywords in self.argument_records:
-            for qualname in self.resolve_local(ref):
-                frame = self.functions.get(qualname)
-                if frame is None:
-                    continue
-                names = _positional_names(frame, bound=isinstance(ref, SelfRef))
-                if names is None:
-                    continue
-                given = dict(keywords)
-                for index, name in enumerate(names):
-                    if index < len(positional):
-                        if positional[index] == _UNKNOWN_REST:
-                            break
-                        given.setdefault(name, positional[index])
-                for name in names + _keyword_only_names(frame):
-                    passed.setdefault((qualname, name), []).append(given.get(name, _MISSING))
+        records = [(qualname, isinstance(ref, SelfRef), positional, keywords)
+                   for ref, positional, keywords in self.argument_records for qualname in self.resolve_local(ref)]
+        records.extend((qualname, False, positional, keywords)
+                       for qualname, (positional, keywords) in self.external.calls_in)
+        for qualname, bound, positional, keywords in records:
+            frame = self.functions.get(qualname)
+            if frame is None:
+                continue
+            names = _positional_names(frame, bound=bound)
+            if names is None:
+                continue
+            given = dict(keywords)
+            for index, name in enumerate(names):
+                if index < len(positional):
+                    if positional[index] == _UNKNOWN_REST:
+                        break
+                    given.setdefault(name, positional[index])
+            for name in names + _keyword_only_names(frame):
+                passed.setdefault((qualname, name), []).append(given.get(name, _MISSING))
         seeds: Seeds = {}
         for (qualname, name), kinds in passed.items():
             if any(k not in (_MISSING, _LITERAL_FALSE) for k in kinds) and _defaults_to_false(self.functions[qualname], name):
@@ -160,9 +175,10 @@ def worth_another_walk(analysis: "ModuleAnalysis", found: Seeds, used: Seeds) ->
 
 
 def _reached_from_steps(analysis: "ModuleAnalysis") -> Set[str]:
-    """Local functions that this file's own steps call, directly or through other local functions."""
+    """Local functions that this file's own steps call, directly or through other local functions
+    (and those that other files' steps call: the run only sends those, see ``run_kinds``)."""
     calls: Dict[Optional[str], List[str]] = {}
-    reached: Set[str] = set()
+    reached: Set[str] = {qualname for qualname, _ in analysis.external.calls_in}
     for site in analysis.calls:
         caller = site.placement.function
         targets = analysis.resolve_local(site.ref)

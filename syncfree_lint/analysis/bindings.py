@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import NameRef
+from syncfree_lint.analysis.calls import LIBRARY_HEADS, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.scope import has_modulo
 
@@ -43,6 +43,8 @@ class BindingsMixin:
     class_frame: Optional["ClassFrame"]
     classes: Dict[str, "ClassFrame"]
     returns: Dict[str, Optional[str]]
+    imported_returns: Dict[str, str]
+    unknown_imports: Set[str]
     _envs: List[Dict[str, Optional[str]]]
     _kinds: Dict[int, Optional[str]]
     _stores: Set[int]
@@ -184,7 +186,22 @@ class BindingsMixin:
                 key = f"{self.class_frame.qualname}.{func.attr.value}"
                 if key in self.returns:
                     return self.returns[key]
-        return None
+            return None
+        return self._imported_call_kind(func)
+
+    def _imported_call_kind(self, func: cst.BaseExpression) -> Optional[str]:
+        """What an imported function returns, when another file of the run says (``run_kinds``);
+        asking records the name, so the run knows a return kind could settle a read here."""
+        text = dotted(func)
+        if text is None or not self.imports.imported(text.split(".", 1)[0]):
+            return None
+        qual = self.qualname(func)
+        if qual is None or qual.split(".", 1)[0] in LIBRARY_HEADS:
+            return None
+        kind = self.imported_returns.get(qual)
+        if kind is None:
+            self.unknown_imports.add(qual)
+        return kind
 
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool,
                           item_kind: str = tensors.BATCH) -> None:

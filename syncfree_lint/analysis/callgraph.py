@@ -47,24 +47,38 @@ class CallGraph:
         return chains
 
 
-def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
-    """Join the run: emit helper findings reached from a step in any file."""
-    index: Dict[str, List[Tuple[str, str]]] = {}
+#: dotted name -> (import root of the defining file, function id), for every function of the run
+FunctionIndex = Dict[str, List[Tuple[str, str]]]
+
+
+def function_index(all_facts: Sequence[FileFacts]) -> FunctionIndex:
+    """Every function of the run by the dotted names it may be imported under."""
+    index: FunctionIndex = {}
     for facts in all_facts:
         prefixes = namespace_prefixes(facts.root)
         for dotted_name, function_id in facts.functions.items():
             index.setdefault(dotted_name, []).append((facts.root, function_id))
             for prefix in prefixes:  # ``from util.misc import f`` where util/ has no __init__.py
                 index.setdefault(f"{prefix}.{dotted_name}", []).append((facts.root, function_id))
+    return index
+
+
+def build_graph(all_facts: Sequence[FileFacts], index: FunctionIndex) -> CallGraph:
+    """The run's call graph, imported calls resolved against ``index``."""
     graph = CallGraph()
     for facts in all_facts:
         for edge in facts.edges:
             if not edge.imported:
                 graph.add(edge.source, edge.target, edge.guarded, edge.hops)
             else:
-                for target in _lookup(index, edge.target, edge.importer_root):
+                for target in lookup(index, edge.target, edge.importer_root):
                     graph.add(edge.source, target, edge.guarded, edge.hops)
-    unguarded, reached = graph.reachable()
+    return graph
+
+
+def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
+    """Join the run: emit helper findings reached from a step in any file."""
+    unguarded, reached = build_graph(all_facts, function_index(all_facts)).reachable()
     out: List[Diagnostic] = []
     for facts in all_facts:
         out.extend(facts.errors)
@@ -84,7 +98,7 @@ def namespace_prefixes(root: str, depth: int = 2) -> List[str]:
     return [".".join(parts[-k:]) for k in range(1, min(depth, len(parts)) + 1)]
 
 
-def _lookup(index: Dict[str, List[Tuple[str, str]]], name: str, importer_root: str) -> List[str]:
+def lookup(index: FunctionIndex, name: str, importer_root: str) -> List[str]:
     """Function ids for an imported dotted name; same import root first."""
     candidates = index.get(name)
     if not candidates:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
 
 #: modules whose functions never run user code (no edge is recorded for them)
-_LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
+LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
 #: wrappers whose first argument is the iterable a loop really runs
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip"})
 
@@ -89,7 +89,7 @@ class CallsMixin:
                 method = func.attr.value
                 return SelfRef(class_name, method) if local else DottedRef(f"{class_name}.{method}")
             if self.imports.imported(text.split(".")[0]):
-                if (qual or "").split(".")[0] in _LIBRARY_HEADS:
+                if (qual or "").split(".")[0] in LIBRARY_HEADS:
                     return None
                 return DottedRef(qual or text)
             return NameRef(text, prefix)  # Class.static_method() of this module

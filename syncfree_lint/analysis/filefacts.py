@@ -6,7 +6,7 @@ trees, only strings and numbers. Function ids are ``path::qualname``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -15,6 +15,8 @@ from syncfree_lint.analysis.scope import STEP, Placement
 from syncfree_lint.diagnostic import Diagnostic
 
 Hop = Tuple[str, str]  # (where: "path:line", what: "step loop" / "helper()"), a link of a reach chain
+#: the kinds of one call's arguments: (positional kinds up to the first ``*args``, (keyword, kind) pairs)
+ArgKinds = Tuple[Tuple[Optional[str], ...], Tuple[Tuple[str, Optional[str]], ...]]
 
 
 @dataclass
@@ -51,6 +53,19 @@ class Edge:
     hops: Tuple[Hop, ...]
 
 
+@dataclass(frozen=True)
+class ExternalKinds:
+    """What the rest of the run says about one file's values (``analysis.run_kinds``): the kinds
+    that imported functions return (by the dotted name the file calls them by), and the argument
+    kinds of other files' calls of this file's functions (by local qualname)."""
+
+    returns: Tuple[Tuple[str, str], ...] = ()
+    calls_in: Tuple[Tuple[str, ArgKinds], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.returns or self.calls_in)
+
+
 @dataclass
 class FileFacts:
     """What one file contributes to the run: findings, and its part of the call graph."""
@@ -63,6 +78,15 @@ class FileFacts:
     edges: List[Edge] = field(default_factory=list)
     functions: Dict[str, str] = field(default_factory=dict)  # dotted name -> function id
     errors: List[Diagnostic] = field(default_factory=list)
+    skipped: bool = False  # not parsed: the text pre-filter found no word any rule or analysis starts from
+    # what other files may learn about values from this one, and what this one could learn
+    # (``analysis.run_kinds``): kinds its functions return, the argument kinds of its calls of
+    # imported functions, and the reads a kind from elsewhere could settle
+    returns: Dict[str, str] = field(default_factory=dict)  # function id -> return kind
+    # (imported dotted name, argument kinds, the caller: STEP, a function id, or "" at module level)
+    calls_out: List[Tuple[str, ArgKinds, str]] = field(default_factory=list)
+    unknown_params: Set[str] = field(default_factory=set)  # function ids with a parameter read of unknown kind
+    unknown_imports: Set[str] = field(default_factory=set)  # imported dotted names whose result kind was needed
 
 
-__all__ = ["STEP", "Hop", "Finding", "CallSite", "Edge", "FileFacts"]
+__all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "FileFacts"]

@@ -20,7 +20,7 @@ from syncfree_lint.analysis.arguments import ArgumentsMixin, Seeds
 from syncfree_lint.analysis.bindings import BindingsMixin
 from syncfree_lint.analysis.calls import CallRef, CallsMixin
 from syncfree_lint.analysis.definitions import DefinitionsMixin
-from syncfree_lint.analysis.filefacts import CallSite, Finding
+from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
@@ -54,6 +54,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         logging_words: Sequence[str] = facts.LOGGING_FLAG_WORDS,
         opt_in_words: Sequence[str] = facts.OPT_IN_FLAG_WORDS,
         parameter_kinds: Optional[Seeds] = None,
+        external: Optional[ExternalKinds] = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -66,6 +67,10 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.opt_in_words = tuple(opt_in_words)
         self.parameter_kinds: Seeds = parameter_kinds or {}  # what this file's calls pass (``arguments``)
         self.argument_records: List[Any] = []
+        self.external = external or ExternalKinds()  # what the rest of the run says (``run_kinds``)
+        self.imported_returns: Dict[str, str] = dict(self.external.returns)
+        self.calls_out: List[Any] = []  # argument kinds of calls of imported functions
+        self.unknown_imports: Set[str] = set()  # imported functions whose result kind was needed
         self.unknown_reads: Set[Tuple[str, str]] = set()  # (function, name) read with no kind known
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")

@@ -5,7 +5,7 @@ plain data (``analysis.filefacts``) that the whole run joins in ``analysis.callg
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -34,6 +34,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
     for qual in walk.functions:
         full = f"{walk.module_name}.{qual}" if walk.module_name else qual
         facts.functions[full] = function_id(qual)
+    _kind_facts(walk, facts, function_id)
     finder: Optional[PositionFinder] = None
     for site in walk.calls:
         owner = site.placement.owner()
@@ -74,6 +75,24 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         else:
             facts.conditional.setdefault(function_id(owner), []).append(diagnostic)
     return facts
+
+
+def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[[str], str]) -> None:
+    """What the rest of the run may learn from this file's values and teach it (``run_kinds``)."""
+    facts.returns = {function_id(qual): kind for qual, kind in walk.returns.items() if kind is not None}
+    for name, arguments, placement in walk.calls_out:
+        owner = placement.owner()
+        facts.calls_out.append((name, arguments, STEP if owner == STEP else function_id(owner) if owner else ""))
+    facts.unknown_imports = set(walk.unknown_imports)
+    for qual, name in walk.unknown_reads:
+        frame = walk.functions.get(qual)
+        if frame is not None and isinstance(frame.node, cst.FunctionDef) and name in _parameter_names(frame.node):
+            facts.unknown_params.add(function_id(qual))
+
+
+def _parameter_names(node: cst.FunctionDef) -> Set[str]:
+    params = node.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
 
 
 def _origin_hop(path: str, origin: cst.CSTNode, finder: PositionFinder) -> Hop:

@@ -1,0 +1,145 @@
+"""Kinds across files: what one file's values tell another, joined over the whole run.
+
+Each file is walked on its own (``engine.lint_source``), so in ``train.py``
+
+    from utils import compute_loss, log_stats
+    loss = compute_loss(model, batch)      # compute_loss is in utils.py: kind unknown
+    log_stats(loss, step)                  # utils.log_stats does not know it gets a tensor
+
+neither ``float(loss)`` in the loop nor ``f"{loss:.3f}"`` inside ``log_stats`` is found. Each
+file's facts say what it can tell the others (the kinds its functions return, the argument kinds
+of its calls of imported functions) and what it could learn (imported calls whose result kind a
+read needed; functions with a parameter read of unknown kind). ``plan`` joins them over the run
+and names the files that would learn something, with what (``ExternalKinds``); the engine walks
+those files once more with it. Only calls made where a step reaches teach argument kinds, so
+the second walk stays rare. A file the text pre-filter skipped (no word any rule starts from) is
+parsed when a step passes one of its functions a tensor.
+
+What a file learns can teach another file in turn (``loss = compute_loss(...)`` learned, then
+``log_stats(loss)`` teaches ``utils.py``): the engine plans again after each round, up to
+``ROUNDS``.
+"""
+from __future__ import annotations
+
+from typing import Collection, Dict, List, Optional, Sequence, Set, Tuple
+
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.callgraph import FunctionIndex, build_graph, function_index, lookup, namespace_prefixes
+from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
+
+#: at most this many rounds of walking files again with what others teach them
+ROUNDS = 3
+
+
+def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str, ExternalKinds]:
+    """The files among ``reported`` (paths) that another file's facts could teach a kind, and what."""
+    index = function_index(all_facts)
+    returned: Dict[str, str] = {}
+    for facts in all_facts:
+        returned.update(facts.returns)
+    learned_returns: Dict[str, Dict[str, str]] = {}
+    for facts in all_facts:
+        if facts.path not in reported:
+            continue
+        for name in sorted(facts.unknown_imports):
+            kinds = {returned.get(function_id) for function_id in lookup(index, name, facts.root)}
+            if len(kinds) == 1:
+                kind = kinds.pop()
+                if kind is not None and kind != tensors.OTHER:
+                    learned_returns.setdefault(facts.path, {})[name] = kind
+    learned_calls = _calls_in(all_facts, index, reported)
+    out: Dict[str, ExternalKinds] = {}
+    for path in sorted(set(learned_returns) | set(learned_calls)):
+        out[path] = ExternalKinds(tuple(sorted(learned_returns.get(path, {}).items())),
+                                  tuple(learned_calls.get(path, ())))
+    return out
+
+
+def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[str]:
+    """Paths of the other files that call a function of a ``reported`` file: when only some files
+    are linted (with their project read for context), those may need to learn a kind themselves
+    before they can pass it on (``loss = compute_loss(...)``, then ``log_stats(loss)``)."""
+    index = function_index(all_facts)
+    skipped = _skipped_modules(all_facts, reported)
+    out: Set[str] = set()
+    for facts in all_facts:
+        if facts.path in reported:
+            continue
+        for name, _, _ in facts.calls_out:
+            targets = lookup(index, name, facts.root)
+            if any(target.rpartition("::")[0] in reported for target in targets) or \
+                    (not targets and _in_skipped_file(name, skipped) is not None):
+                out.add(facts.path)
+                break
+    return out
+
+
+def merge(old: Optional[ExternalKinds], new: ExternalKinds) -> ExternalKinds:
+    """What a file learned in earlier rounds plus what it learns now (a file that has learned a
+    kind no longer asks for it, so a plan alone would forget it)."""
+    if old is None:
+        return new
+    returns = dict(old.returns)
+    returns.update(new.returns)
+    return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(set(old.calls_in) | set(new.calls_in), key=repr)))
+
+
+def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex,
+              reported: Collection[str]) -> Dict[str, List[Tuple[str, ArgKinds]]]:
+    """Per reported file: the calls of its functions, made where a step reaches, to a function
+    that reads a parameter of unknown kind (or in a file the pre-filter skipped), when some of
+    those calls pass a device tensor."""
+    wanting: Set[str] = set()
+    for facts in all_facts:
+        if facts.path in reported:
+            wanting.update(facts.unknown_params)
+    skipped = _skipped_modules(all_facts, reported)
+    if not wanting and not skipped:
+        return {}
+    _, reached = build_graph(all_facts, index).reachable()
+    records: Dict[Tuple[str, str], List[ArgKinds]] = {}  # (path, local qualname) -> calls
+    for facts in all_facts:
+        for name, arguments, caller in facts.calls_out:
+            if caller != STEP and caller not in reached:
+                continue
+            targets = lookup(index, name, facts.root)
+            for function_id in targets:
+                if function_id in wanting:
+                    path, _, qualname = function_id.rpartition("::")
+                    records.setdefault((path, qualname), []).append(arguments)
+            if not targets:
+                target = _in_skipped_file(name, skipped)
+                if target is not None:
+                    records.setdefault(target, []).append(arguments)
+    out: Dict[str, List[Tuple[str, ArgKinds]]] = {}
+    for (path, qualname), calls in sorted(records.items()):
+        if any(_passes_device_tensor(arguments) for arguments in calls):
+            out.setdefault(path, []).extend((qualname, arguments) for arguments in sorted(set(calls), key=repr))
+    return out
+
+
+def _skipped_modules(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str, str]:
+    """Dotted module name (and its namespace-package forms) -> path, for the reported files the
+    pre-filter did not parse: a helper there learns it gets a tensor only from its callers."""
+    out: Dict[str, str] = {}
+    for facts in all_facts:
+        if facts.skipped and facts.path in reported and facts.module_name:
+            out[facts.module_name] = facts.path
+            for prefix in namespace_prefixes(facts.root):
+                out[f"{prefix}.{facts.module_name}"] = facts.path
+    return out
+
+
+def _in_skipped_file(name: str, skipped: Dict[str, str]) -> Optional[Tuple[str, str]]:
+    """(path, local qualname) when ``name`` is a function of a skipped module."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        path = skipped.get(".".join(parts[:cut]))
+        if path is not None:
+            return path, ".".join(parts[cut:])
+    return None
+
+
+def _passes_device_tensor(arguments: ArgKinds) -> bool:
+    positional, keywords = arguments
+    return any(kind in tensors.DEVICE_TENSORS for kind in (*positional, *(kind for _, kind in keywords)))

@@ -1,0 +1,170 @@
+"""Kinds across files (``analysis.run_kinds``): what the run teaches a file, from hand-built facts,
+and the engine's rounds on real files."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from syncfree_lint import engine
+from syncfree_lint.analysis.filefacts import STEP, Edge, ExternalKinds, FileFacts
+from syncfree_lint.analysis.run_kinds import merge, plan, teachers
+from syncfree_lint.config import Config
+
+ROOT = "/proj"
+
+
+def facts(path: str, module: str, functions: List[str] = (), **fields) -> FileFacts:
+    out = FileFacts(path, module, ROOT, **fields)
+    out.functions = {f"{module}.{name}": f"{path}::{name}" for name in functions}
+    return out
+
+
+TENSOR_ARG = (("tensor", "number"), ())
+NUMBER_ARG = (("number", "number"), ())
+
+CASES = {
+    "a return kind reaches the caller that asked": (
+        [facts("train.py", "train", unknown_imports={"losses.compute"}),
+         facts("losses.py", "losses", ["compute"], returns={"losses.py::compute": "tensor"})],
+        {"train.py": ExternalKinds(returns=(("losses.compute", "tensor"),))},
+    ),
+    "no request, nothing taught": (
+        [facts("train.py", "train"), facts("losses.py", "losses", ["compute"], returns={"losses.py::compute": "tensor"})],
+        {},
+    ),
+    "an unknown return teaches nothing": (
+        [facts("train.py", "train", unknown_imports={"losses.compute"}), facts("losses.py", "losses", ["compute"])],
+        {},
+    ),
+    "a step's tensor argument reaches a helper that reads its parameter": (
+        [facts("train.py", "train", calls_out=[("report.log", TENSOR_ARG, STEP)]),
+         facts("report.py", "report", ["log"], unknown_params={"report.py::log"})],
+        {"report.py": ExternalKinds(calls_in=(("log", TENSOR_ARG),))},
+    ),
+    "a call made once (module level) teaches nothing": (
+        [facts("train.py", "train", calls_out=[("report.log", TENSOR_ARG, "")]),
+         facts("report.py", "report", ["log"], unknown_params={"report.py::log"})],
+        {},
+    ),
+    "a call from a function no step reaches teaches nothing": (
+        [facts("train.py", "train", ["setup"], calls_out=[("report.log", TENSOR_ARG, "train.py::setup")]),
+         facts("report.py", "report", ["log"], unknown_params={"report.py::log"})],
+        {},
+    ),
+    "a call from a helper a step reaches teaches": (
+        [facts("train.py", "train", ["helper"], calls_out=[("report.log", TENSOR_ARG, "train.py::helper")],
+               edges=[Edge(STEP, "train.py::helper", False, ROOT, False, ())]),
+         facts("report.py", "report", ["log"], unknown_params={"report.py::log"})],
+        {"report.py": ExternalKinds(calls_in=(("log", TENSOR_ARG),))},
+    ),
+    "numbers alone teach nothing": (
+        [facts("train.py", "train", calls_out=[("report.log", NUMBER_ARG, STEP)]),
+         facts("report.py", "report", ["log"], unknown_params={"report.py::log"})],
+        {},
+    ),
+    "every call is sent along with the tensor one, so the helper can weigh them": (
+        [facts("train.py", "train", calls_out=[("report.log", NUMBER_ARG, STEP), ("report.log", TENSOR_ARG, STEP)]),
+         facts("report.py", "report", ["log"], unknown_params={"report.py::log"})],
+        {"report.py": ExternalKinds(calls_in=(("log", NUMBER_ARG), ("log", TENSOR_ARG)))},
+    ),
+    "a helper whose parameters are all known needs nothing": (
+        [facts("train.py", "train", calls_out=[("report.log", TENSOR_ARG, STEP)]),
+         facts("report.py", "report", ["log"])],
+        {},
+    ),
+    "a file the pre-filter skipped is parsed when a step passes it a tensor": (
+        [facts("train.py", "train", calls_out=[("pkg.report.log", TENSOR_ARG, STEP)]),
+         facts("pkg/report.py", "pkg.report", skipped=True)],
+        {"pkg/report.py": ExternalKinds(calls_in=(("log", TENSOR_ARG),))},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_plan(name: str) -> None:
+    all_facts, expected = CASES[name]
+    assert plan(all_facts, {f.path for f in all_facts}) == expected
+
+
+def test_only_reported_files_learn() -> None:
+    all_facts, _ = CASES["a return kind reaches the caller that asked"]
+    assert plan(all_facts, {"losses.py"}) == {}
+
+
+def test_teachers_are_the_files_that_call_a_reported_file() -> None:
+    all_facts = [
+        facts("train.py", "train", calls_out=[("report.log", NUMBER_ARG, STEP)]),
+        facts("eval.py", "eval", calls_out=[("losses.compute", TENSOR_ARG, STEP)]),
+        facts("report.py", "report", ["log"]),
+        facts("losses.py", "losses", ["compute"]),
+        facts("pkg/fmt.py", "pkg.fmt", skipped=True),
+        facts("tool.py", "tool", calls_out=[("pkg.fmt.show", TENSOR_ARG, STEP)]),
+    ]
+    assert teachers(all_facts, {"report.py"}) == {"train.py"}
+    assert teachers(all_facts, {"pkg/fmt.py"}) == {"tool.py"}
+    assert teachers(all_facts, {"train.py"}) == set()
+
+
+def test_merge_keeps_what_was_learned() -> None:
+    first = ExternalKinds(returns=(("a.f", "tensor"),), calls_in=(("g", TENSOR_ARG),))
+    later = ExternalKinds(returns=(("a.h", "numpy"),))
+    assert merge(first, later) == ExternalKinds(returns=(("a.f", "tensor"), ("a.h", "numpy")),
+                                                calls_in=(("g", TENSOR_ARG),))
+    assert merge(None, later) == later
+
+
+def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+CHAIN = {
+    "lib/__init__.py": "",
+    # no torch word at all: the pre-filter skips this file until a step passes it a tensor
+    "lib/fmt.py": '''
+        def show(value, step):
+            print(f"{step}: {value:.3f}")
+        ''',
+    "lib/losses.py": '''
+        import torch.nn.functional as F
+
+        def compute(model, x, y):
+            return F.mse_loss(model(x), y)
+        ''',
+    "train.py": '''
+        from lib.fmt import show
+        from lib.losses import compute
+
+        def train(model, loader, opt, device):
+            for step, (x, y) in enumerate(loader):
+                x, y = x.to(device), y.to(device)
+                loss = compute(model, x, y)
+                opt.zero_grad()
+                opt.step()
+                show(loss, step)
+        ''',
+}
+
+
+def test_a_learned_return_teaches_a_third_file(tmp_path: Path) -> None:
+    """``loss`` is a tensor only once train.py learns what compute returns; only then does the call
+    of ``show`` teach fmt.py (a second round), a file the pre-filter skipped."""
+    project = _project(tmp_path, CHAIN)
+    whole = engine.run([str(project)], Config())
+    assert [(Path(d.path).name, d.line, d.code) for d in whole.diagnostics] == [("fmt.py", 3, "SFL107")]
+    alone = engine.run([str(project / "lib" / "fmt.py")], Config(), project=True)
+    assert [(Path(d.path).name, d.line, d.code) for d in alone.diagnostics] == [("fmt.py", 3, "SFL107")]
+
+
+def test_stdin_buffer_learns_from_its_project(tmp_path: Path) -> None:
+    project = _project(tmp_path, CHAIN)
+    text = (project / "lib" / "fmt.py").read_text()
+    found = engine.lint_text(str(project / "lib" / "fmt.py"), text, Config(), project=True)
+    assert [(d.line, d.code) for d in found] == [(3, "SFL107")]
