@@ -52,6 +52,7 @@ def summary_of(facts: FileFacts) -> FileFacts:
     slim.unknown_imports = facts.unknown_imports
     slim.unknown_params = facts.unknown_params
     slim.skipped = facts.skipped
+    slim.has_step = facts.has_step
     return slim
 
 

@@ -78,6 +78,7 @@ class FileFacts:
     edges: List[Edge] = field(default_factory=list)
     functions: Dict[str, str] = field(default_factory=dict)  # dotted name -> function id
     errors: List[Diagnostic] = field(default_factory=list)
+    has_step: bool = False  # a step loop or a step function of its own
     skipped: bool = False  # not parsed: the text pre-filter found no word any rule or analysis starts from
     # what other files may learn about values from this one, and what this one could learn
     # (``analysis.run_kinds``): kinds its functions return, the argument kinds of its calls of

@@ -31,6 +31,7 @@ class FrequencyMixin:
 
     function: Optional[FunctionFrame]
     unknown_reads: Set[Tuple[str, str]]
+    has_steps: bool
     loops: List[LoopFrame]
     guard_depth: int
     uses_accelerator: bool
@@ -135,6 +136,7 @@ class FrequencyMixin:
 
     def _close_loop(self) -> None:
         loop = self.loops.pop()
+        self.has_steps = self.has_steps or loop.is_step
         if loop.is_step and loop.function is not None:
             loop.function.has_step_loop = True
 
@@ -149,7 +151,7 @@ class FrequencyMixin:
                     continue
                 for target in self.resolve_local(ref):
                     if target in self._marker_functions or self.functions[target].is_step:
-                        loop.is_step = changed = True
+                        loop.is_step = changed = self.has_steps = True
                         if loop.function is not None:
                             loop.function.has_step_loop = True
                             self._marker_functions.discard(loop.function.qualname)

@@ -71,6 +71,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.imported_returns: Dict[str, str] = dict(self.external.returns)
         self.calls_out: List[Any] = []  # argument kinds of calls of imported functions
         self.unknown_imports: Set[str] = set()  # imported functions whose result kind was needed
+        self.has_steps = False  # a step loop anywhere (step functions are frames with is_step)
         self.unknown_reads: Set[Tuple[str, str]] = set()  # (function, name) read with no kind known
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")

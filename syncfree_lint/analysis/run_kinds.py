@@ -34,20 +34,23 @@ ROUNDS = 3
 def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str, ExternalKinds]:
     """The files among ``reported`` (paths) that another file's facts could teach a kind, and what."""
     index = function_index(all_facts)
+    _, reached = build_graph(all_facts, index).reachable()
     returned: Dict[str, str] = {}
     for facts in all_facts:
         returned.update(facts.returns)
     learned_returns: Dict[str, Dict[str, str]] = {}
     for facts in all_facts:
-        if facts.path not in reported:
+        if facts.path not in reported or not facts.unknown_imports:
             continue
+        if not facts.has_step and not any(function_id in reached for function_id in facts.functions.values()):
+            continue  # nothing here runs per step: a kind learned could change no finding
         for name in sorted(facts.unknown_imports):
             kinds = {returned.get(function_id) for function_id in lookup(index, name, facts.root)}
             if len(kinds) == 1:
                 kind = kinds.pop()
                 if kind is not None and kind != tensors.OTHER:
                     learned_returns.setdefault(facts.path, {})[name] = kind
-    learned_calls = _calls_in(all_facts, index, reported)
+    learned_calls = _calls_in(all_facts, index, reached, reported)
     out: Dict[str, ExternalKinds] = {}
     for path in sorted(set(learned_returns) | set(learned_calls)):
         out[path] = ExternalKinds(tuple(sorted(learned_returns.get(path, {}).items())),
@@ -84,7 +87,7 @@ def merge(old: Optional[ExternalKinds], new: ExternalKinds) -> ExternalKinds:
     return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(set(old.calls_in) | set(new.calls_in), key=repr)))
 
 
-def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex,
+def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Collection[str],
               reported: Collection[str]) -> Dict[str, List[Tuple[str, ArgKinds]]]:
     """Per reported file: the calls of its functions, made where a step reaches, to a function
     that reads a parameter of unknown kind (or in a file the pre-filter skipped), when some of
@@ -96,7 +99,6 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex,
     skipped = _skipped_modules(all_facts, reported)
     if not wanting and not skipped:
         return {}
-    _, reached = build_graph(all_facts, index).reachable()
     records: Dict[Tuple[str, str], List[ArgKinds]] = {}  # (path, local qualname) -> calls
     for facts in all_facts:
         for name, arguments, caller in facts.calls_out:

@@ -80,6 +80,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
 def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[[str], str]) -> None:
     """What the rest of the run may learn from this file's values and teach it (``run_kinds``)."""
     facts.returns = {function_id(qual): kind for qual, kind in walk.returns.items() if kind is not None}
+    facts.has_step = walk.has_steps or any(frame.is_step for frame in walk.functions.values())
     for name, arguments, placement in walk.calls_out:
         owner = placement.owner()
         facts.calls_out.append((name, arguments, STEP if owner == STEP else function_id(owner) if owner else ""))

@@ -27,16 +27,28 @@ NUMBER_ARG = (("number", "number"), ())
 
 CASES = {
     "a return kind reaches the caller that asked": (
-        [facts("train.py", "train", unknown_imports={"losses.compute"}),
+        [facts("train.py", "train", unknown_imports={"losses.compute"}, has_step=True),
          facts("losses.py", "losses", ["compute"], returns={"losses.py::compute": "tensor"})],
         {"train.py": ExternalKinds(returns=(("losses.compute", "tensor"),))},
+    ),
+    "a file where nothing runs per step learns no return kind": (
+        [facts("tool.py", "tool", ["main"], unknown_imports={"losses.compute"}),
+         facts("losses.py", "losses", ["compute"], returns={"losses.py::compute": "tensor"})],
+        {},
+    ),
+    "a helper a step reaches learns return kinds": (
+        [facts("train.py", "train", edges=[Edge(STEP, "util.py::helper", False, ROOT, False, ())]),
+         facts("util.py", "util", ["helper"], unknown_imports={"losses.compute"}),
+         facts("losses.py", "losses", ["compute"], returns={"losses.py::compute": "numpy"})],
+        {"util.py": ExternalKinds(returns=(("losses.compute", "numpy"),))},
     ),
     "no request, nothing taught": (
         [facts("train.py", "train"), facts("losses.py", "losses", ["compute"], returns={"losses.py::compute": "tensor"})],
         {},
     ),
     "an unknown return teaches nothing": (
-        [facts("train.py", "train", unknown_imports={"losses.compute"}), facts("losses.py", "losses", ["compute"])],
+        [facts("train.py", "train", unknown_imports={"losses.compute"}, has_step=True),
+         facts("losses.py", "losses", ["compute"])],
         {},
     ),
     "a step's tensor argument reaches a helper that reads its parameter": (
