@@ -97,6 +97,12 @@ class BindingsMixin:
             if name is not None:
                 self._bind(name, kind)
         elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = tensors.tuple_elements(kind)  # a function's returned tuple, element by element
+            if elements is not None and len(elements) == len(target.elements) \
+                    and not any(isinstance(element, cst.StarredElement) for element in target.elements):
+                for element, element_kind in zip(target.elements, elements):
+                    self._bind_target(element.value, element_kind)
+                return
             element_kind = kind if kind in tensors.DEVICE_TENSORS else None
             for element in target.elements:
                 self._bind_target(element.value, element_kind)

@@ -92,6 +92,8 @@ class DefinitionsMixin:
             self.returns[qualname] = kinds.pop()
         elif kinds and kinds <= tensors.DEVICE_TENSORS | {None} and kinds & tensors.DEVICE_TENSORS:
             self.returns[qualname] = tensors.TENSOR
+        elif len(kinds - {None}) == 1 and tensors.tuple_elements(next(iter(kinds - {None}))) is not None:
+            self.returns[qualname] = next(iter(kinds - {None}))  # a tuple, or None on some paths
 
     @staticmethod
     def _params(params: cst.Parameters) -> List[cst.Param]:

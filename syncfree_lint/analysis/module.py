@@ -266,8 +266,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
             if self.function is not None:
                 value = node.value
                 if isinstance(value, cst.Tuple):
-                    kinds = [self.kind(el.value) for el in value.elements]
-                    kind = tensors.TENSOR if any(k in tensors.DEVICE_TENSORS for k in kinds) else None
+                    kind = tensors.tuple_kind([None if isinstance(el, cst.StarredElement) else self.kind(el.value)
+                                               for el in value.elements])
                 else:
                     kind = self.kind(value)
                 self.function.returns.append(kind)

@@ -7,7 +7,7 @@ tensors have (``.item()``) may.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, List, Optional, Sequence
 
 import libcst as cst
 
@@ -39,6 +39,23 @@ NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, N
 LOADERS = frozenset({LOADER, HOST_LOADER})
 
 Lookup = Callable[[str], Optional[str]]
+
+
+def tuple_kind(kinds: Sequence[Optional[str]]) -> Optional[str]:
+    """The kind of a returned tuple holding a device tensor: its elements' kinds, so
+    ``windows, pad_hw = partition(x)`` makes ``windows`` a tensor and leaves ``pad_hw`` alone
+    (``"(tensor,other)"``; ``?`` for an unknown element). None when no element is a device tensor."""
+    flat = [TENSOR if kind is not None and kind.startswith("(") else kind for kind in kinds]  # nested: a tensor
+    if not any(kind in DEVICE_TENSORS for kind in flat):
+        return None
+    return "(" + ",".join(kind or "?" for kind in flat) + ")"
+
+
+def tuple_elements(kind: Optional[str]) -> Optional[List[Optional[str]]]:
+    """The element kinds of a ``tuple_kind``; None for any other kind."""
+    if kind is None or not kind.startswith("("):
+        return None
+    return [None if part == "?" else part for part in kind[1:-1].split(",")]
 
 _TENSOR_VALUE_METHODS = {
     **{name: NUMBER for name in api.TENSOR_NUMBER_METHODS},
@@ -149,6 +166,13 @@ class TensorInference:
 
     def _Subscript(self, node: cst.Subscript) -> Optional[str]:
         base = self.kind(node.value)
+        elements = tuple_elements(base)
+        if elements is not None:  # f(x)[0] of a function returning (tensor, int)
+            index = node.slice[0].slice if len(node.slice) == 1 else None
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+                position = int(index.value.value)
+                return elements[position] if position < len(elements) else None
+            return None
         if base == METRIC:
             return METRIC
         if base in (TENSOR, MASK):

@@ -9,6 +9,7 @@ from typing import Dict, List
 import pytest
 
 from syncfree_lint import engine
+from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.filefacts import STEP, Edge, ExternalKinds, FileFacts
 from syncfree_lint.analysis.run_kinds import merge, plan, teachers
 from syncfree_lint.config import Config
@@ -118,6 +119,21 @@ def test_teachers_are_the_files_that_call_a_reported_file() -> None:
     assert teachers(all_facts, {"report.py"}) == {"train.py"}
     assert teachers(all_facts, {"pkg/fmt.py"}) == {"tool.py"}
     assert teachers(all_facts, {"train.py"}) == set()
+
+
+@pytest.mark.parametrize("kinds,expected", [
+    (["tensor", "other"], "(tensor,other)"),
+    (["tensor", None, "number"], "(tensor,?,number)"),
+    (["number", "other"], None),  # no device tensor: nothing worth knowing element by element
+    (["(tensor,number)", "number"], "(tensor,number)"),  # a nested tuple counts as a tensor
+])
+def test_tuple_kinds(kinds, expected) -> None:
+    kind = tensors.tuple_kind(kinds)
+    assert kind == expected
+    if expected is not None:
+        assert tensors.tuple_elements(kind) == [None if k is None else "tensor" if k.startswith("(") else k
+                                                for k in kinds]
+    assert tensors.tuple_elements("tensor") is None and tensors.tuple_elements(None) is None
 
 
 def test_merge_keeps_what_was_learned() -> None:
