@@ -27,7 +27,7 @@ from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, is_early_exit, is_negated_flag, is_step_marker, iterated,
-    iterates_own_tensors, mentions_loader, moves_items, target_names,
+    iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names,
 )
 from syncfree_lint.diagnostic import Fix
 from syncfree_lint.knowledge import frequency as facts
@@ -272,6 +272,13 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
                     kind = self.kind(value)
                 self.function.returns.append(kind)
 
+    def _raise(self, node: cst.Raise) -> None:
+        """What a ``raise`` evaluates (``f"bad {x}"``) runs only when it raises: once per run."""
+        self._rules(node)
+        self.guard_depth += 1
+        self._children(node)
+        self.guard_depth -= 1
+
     def _import(self, node: cst.Import) -> None:
         self.imports.add_import(node)
         self._qualnames.clear()
@@ -370,7 +377,10 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
                 self.statement = node
                 if handler.type is not None:
                     self._visit(handler.type)
+                rare = leaves_by_error(handler.body)  # `except ...: log(...); raise`: runs once
+                self.guard_depth += rare
                 self._suite(handler.body)
+                self.guard_depth -= rare
             if node.orelse is not None:
                 self._suite(node.orelse.body)
             if node.finalbody is not None:
@@ -440,6 +450,7 @@ _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.AugAssign: ModuleAnalysis._aug_assign,
     cst.NamedExpr: ModuleAnalysis._named_expr,
     cst.Return: ModuleAnalysis._return,
+    cst.Raise: ModuleAnalysis._raise,
     cst.Import: ModuleAnalysis._import,
     cst.ImportFrom: ModuleAnalysis._import_from,
     cst.If: ModuleAnalysis._if,

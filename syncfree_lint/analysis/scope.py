@@ -301,7 +301,12 @@ def dotted_last(expr: cst.BaseExpression) -> str:
 def ends_the_run(node: cst.If) -> bool:
     """``if bad: log(...); raise ...`` / ``sys.exit(1)``: a branch that always leaves by an error
     or a process exit runs at most once per run, however often its test is evaluated."""
-    body = node.body
+    return leaves_by_error(node.body)
+
+
+def leaves_by_error(body: cst.BaseSuite) -> bool:
+    """A block whose last statement raises or exits the process (an ``if`` body, an ``except``
+    handler that re-raises)."""
     statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
     if not statements:
         return False
