@@ -12,7 +12,9 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import (
+    Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple, Union,
+)
 
 import libcst as cst
 
@@ -274,9 +276,11 @@ def _init_worker(config: Config, enabled: FrozenSet[str], cache: Optional[Cache]
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
 
 
-def _lint_in_worker(path: str) -> Tuple[FileFacts, int, bool]:
+def _lint_in_worker(item: Union[str, Tuple[str, ExternalKinds]]) -> Tuple[FileFacts, int, bool]:
+    """One file (a path, or a path and what the run teaches it)."""
     args = _WORKER[0]
-    return lint_path(path, args.config, args.enabled, None, args.cache, fixes=args.fixes)
+    path, external = item if isinstance(item, tuple) else (item, None)
+    return lint_path(path, args.config, args.enabled, None, args.cache, fixes=args.fixes, external=external)
 
 
 def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] = None, jobs: int = 1,
@@ -321,7 +325,7 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
                 all_facts.extend(project_context(requested, config, enabled, cache, jobs))
         linted = len(files)  # the rest are the project's context: summaries that only teach
         all_facts[:linted] = learn_across_files(all_facts[:linted], all_facts[linted:], config, enabled, cache, fixes,
-                                                stdin)
+                                                stdin, jobs=jobs)
     finally:
         sys.setrecursionlimit(old_limit)
     diagnostics = resolve(all_facts)
@@ -331,7 +335,7 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
     return result
 
 
-def _run_parallel(files: List[str], config: Config, enabled: FrozenSet[str], cache: Optional[Cache], jobs: int,
+def _run_parallel(files: Sequence[Union[str, Tuple[str, ExternalKinds]]], config: Config, enabled: FrozenSet[str], cache: Optional[Cache], jobs: int,
                   take: Callable[[Tuple[FileFacts, int, bool]], None], fixes: bool) -> None:
     import multiprocessing
 
@@ -360,7 +364,7 @@ def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bo
 
 def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config: Config, enabled: FrozenSet[str],
                        cache: Optional[Cache], fixes: bool, stdin: Optional[Tuple[str, str]],
-                       noqa: bool = True) -> List[FileFacts]:
+                       noqa: bool = True, jobs: int = 1) -> List[FileFacts]:
     """``linted`` again, with the files that other files' facts teach a kind walked once more
     (``analysis.run_kinds``), round after round. ``context`` files (summaries of the rest of the
     project) teach; those that call a linted file's functions learn too, so they can pass a kind
@@ -385,7 +389,14 @@ def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config
                               fixes=fixes and not summary, external=again[facts.path])[0]
             return summary_of(fresh) if summary else fresh
 
-        linted = [relint(facts, False) for facts in linted]
+        work = [(facts.path, again[facts.path]) for facts in linted if facts.path in again]
+        if jobs > 1 and len(work) >= 4 * jobs and stdin is None and noqa:  # as the first pass did
+            fresh: Dict[str, FileFacts] = {}
+            _run_parallel(work, config, enabled, cache, jobs, lambda outcome: fresh.__setitem__(outcome[0].path, outcome[0]),
+                          fixes)
+            linted = [fresh.get(facts.path, facts) for facts in linted]
+        else:
+            linted = [relint(facts, False) for facts in linted]
         context = [relint(facts, True) for facts in context]
     return linted
 
