@@ -53,7 +53,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
             kinds = {returned.get(function_id) for function_id in lookup(index, name, facts.root)}
             if len(kinds) == 1:
                 kind = kinds.pop()
-                if kind in _TELLING_RETURNS or tensors.tuple_elements(kind) is not None:
+                if kind is not None and (kind in _TELLING_RETURNS or tensors.tuple_elements(kind) is not None):
                     learned_returns.setdefault(facts.path, {})[name] = kind
     learned_calls = _calls_in(all_facts, index, reached, reported)
     out: Dict[str, ExternalKinds] = {}
