@@ -64,7 +64,9 @@ class ArgumentsMixin:
         imported = isinstance(ref, DottedRef)
         if not (imported or isinstance(ref, SelfRef) or (isinstance(ref, NameRef) and "." not in ref.name)):
             return
-        positional: List[Optional[str]] = []
+        # an imported method called on an instance: other files see ``self`` as its first argument,
+        # as in ``Class.method(obj, x)``
+        positional: List[Optional[str]] = [None] if isinstance(ref, DottedRef) and ref.bound else []
         keywords: List[Tuple[str, Optional[str]]] = []
         for arg in args:
             if arg.star:
@@ -87,15 +89,17 @@ class ArgumentsMixin:
     def parameter_seeds(self) -> Seeds:
         """Kinds for parameters that every call of this file agrees on (see the module doc)."""
         passed: Dict[Tuple[str, str], List[Optional[str]]] = {}
-        records = [(qualname, isinstance(ref, SelfRef), positional, keywords)
+        # (function, how ``self`` is given: "bound" by the instance, "first" positional, or None:
+        # a local unbound call, too ambiguous), then the argument kinds
+        records = [(qualname, "bound" if isinstance(ref, SelfRef) else None, positional, keywords)
                    for ref, positional, keywords in self.argument_records for qualname in self.resolve_local(ref)]
-        records.extend((qualname, False, positional, keywords)
+        records.extend((qualname, "first", positional, keywords)
                        for qualname, (positional, keywords) in self.external.calls_in)
-        for qualname, bound, positional, keywords in records:
+        for qualname, self_given, positional, keywords in records:
             frame = self.functions.get(qualname)
             if frame is None:
                 continue
-            names = _positional_names(frame, bound=bound)
+            names = _positional_names(frame, self_given)
             if names is None:
                 continue
             given = dict(keywords)
@@ -132,17 +136,21 @@ def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
     return None
 
 
-def _positional_names(frame: "FunctionFrame", bound: bool) -> Optional[List[str]]:
-    """The parameters a call's positional arguments fill; None for a method called unbound."""
+def _positional_names(frame: "FunctionFrame", self_given: Optional[str]) -> Optional[List[str]]:
+    """The parameters a call's positional arguments fill. For a method, ``self_given`` says how
+    the instance arrives: "bound" (``obj.m(x)`` in this file: the arguments start after ``self``),
+    "first" (another file's call, where the run passes ``self`` first), None (``Class.m(obj, x)``
+    in this file: not worth the ambiguity)."""
     node = frame.node
     if not isinstance(node, cst.FunctionDef):
         return None
     names = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params)]
     static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators)
     if frame.class_frame is not None and not static:
-        if not bound:
-            return None  # ``Class.method(obj, ...)``: not worth the ambiguity
-        names = names[1:]
+        if self_given is None:
+            return None
+        if self_given == "bound":
+            names = names[1:]
     return names
 
 

@@ -14,6 +14,7 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import LIBRARY_HEADS, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.instances import InstanceTable, annotated_class, constructed_class
 from syncfree_lint.analysis.scope import has_modulo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +51,7 @@ class BindingsMixin:
     _stores: Set[int]
     _prefix: List[str]
     _generators: Dict[str, str]
+    instances: InstanceTable
     metric_sites: Dict[str, "MetricSite"]
     all_metric_sites: List["MetricSite"]
     kind: Callable[[cst.BaseExpression], Optional[str]]
@@ -110,6 +112,8 @@ class BindingsMixin:
             self._bind_target(target.value, None)
 
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+            self._remember_instance(targets[0].value, value)
         if len(targets) == 1:
             target_name = dotted(targets[0])
             if target_name is not None and target_name.startswith("self.") and isinstance(value, cst.Call):
@@ -314,6 +318,28 @@ class BindingsMixin:
         if qual is not None and qual.startswith("torch.distributed.") and node.args:
             if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
                 self._evidence(node.args[0].value, tensors.TENSOR)
+
+    def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
+        """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``)."""
+        scope = ".".join(self._prefix)
+        cls = constructed_class(value, self.classes, self.imports)
+        if cls is not None or self.instances.lookup(scope, name) is not None:
+            self.instances.bind(scope, name, cls)
+
+    def _remember_annotated_instance(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
+        """``optim: Optimizer`` in a class body (a dataclass field) or ``self.optim: Optimizer = ...``:
+        ``self.optim.m()`` runs ``Optimizer.m``; ``meter: Meter = ...`` in a function: ``meter.m()``."""
+        cls = annotated_class(annotation, self.classes, self.imports)
+        if cls is None:
+            return
+        name = dotted(target)
+        if name is None or self.class_frame is None and "." in name:
+            return
+        if self.class_frame is not None and (self.function is None and "." not in name or name.startswith("self.")):
+            attribute = name if name.startswith("self.") else f"self.{name}"
+            self.class_frame.attr_classes[attribute] = (cls.local, cls.name)
+        elif "." not in name:
+            self.instances.bind(".".join(self._prefix), name, cls)
 
     def _remember_attribute_class(self, name: str, value: cst.Call) -> None:
         """``self.head = BoxHead(cfg)``: calls of ``self.head.m()`` run ``BoxHead.m``."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.instances import ClassRef, InstanceTable
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
@@ -40,9 +41,11 @@ class SelfRef:
 
 @dataclass(frozen=True)
 class DottedRef:
-    """An imported function, by its qualified name."""
+    """An imported function, by its qualified name; ``bound`` for a method called on an instance
+    (``meter.update(x)``: the instance fills ``self``)."""
 
     qualname: str
+    bound: bool = False
 
 
 CallRef = Union[NameRef, SelfRef, DottedRef]
@@ -56,6 +59,11 @@ def callee_name(ref: CallRef) -> str:
     return text.rsplit(".", 1)[-1] + "()"
 
 
+def method_ref(cls: ClassRef, method: str) -> CallRef:
+    """A call of ``method`` on an instance of ``cls``."""
+    return SelfRef(cls.name, method) if cls.local else DottedRef(f"{cls.name}.{method}", bound=True)
+
+
 class CallsMixin:
     """Call references for ``ModuleAnalysis`` (which provides the attributes declared here)."""
 
@@ -65,6 +73,7 @@ class CallsMixin:
     class_frame: Optional["ClassFrame"]
     _prefix: List[str]
     _generators: Dict[str, str]
+    instances: InstanceTable
     _call_args: Sequence[cst.Arg]
 
     def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[CallRef]:
@@ -74,20 +83,29 @@ class CallsMixin:
                 it = self._call_args[0].value.value
                 if it in self._generators:
                     return NameRef(it, prefix)
+            instance = self.instances.lookup(prefix, func.value)
+            if instance is not None:  # `criterion(x, y)` on `criterion = PairLoss()`
+                return method_ref(instance, "__call__")
             if self.imports.imported(func.value):
                 return DottedRef(qual or func.value)
             return NameRef(func.value, prefix)
         if isinstance(func, cst.Attribute):
             if isinstance(func.value, cst.Name) and func.value.value == "self" and self.class_frame is not None:
+                held = self.class_frame.attr_classes.get(f"self.{func.attr.value}")
+                if held is not None:  # `self.loss_fn(x)` on `self.loss_fn = PairLoss()`: its __call__
+                    return method_ref(ClassRef(*held), "__call__")
                 return SelfRef(self.class_frame.qualname, func.attr.value)
+            if isinstance(func.value, cst.Name):
+                instance = self.instances.lookup(prefix, func.value.value)
+                if instance is not None:  # `meter.update(x)` on `meter = Meter()`
+                    return method_ref(instance, func.attr.value)
             text = dotted(func)
             if text is None:
                 return None
             owner = text.rsplit(".", 1)[0]
             if self.class_frame is not None and owner in self.class_frame.attr_classes:
                 local, class_name = self.class_frame.attr_classes[owner]
-                method = func.attr.value
-                return SelfRef(class_name, method) if local else DottedRef(f"{class_name}.{method}")
+                return method_ref(ClassRef(local, class_name), func.attr.value)
             if self.imports.imported(text.split(".")[0]):
                 if (qual or "").split(".")[0] in LIBRARY_HEADS:
                     return None
@@ -96,12 +114,18 @@ class CallsMixin:
         return None
 
     def _iterated_function(self, iterable: cst.BaseExpression) -> Optional[CallRef]:
-        """A generator run by the loop: ``for b in batches():`` or ``for b in it`` (it = batches())."""
+        """A generator run by the loop: ``for b in batches():``, ``for b in it`` (it = batches()),
+        or a generator method of an instance (``for b in logger.log_every(loader, 10):``)."""
         prefix = ".".join(self._prefix)
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             if iterable.func.value in _ITERATION_WRAPPERS:
                 return self._iterated_function(iterable.args[0].value) if iterable.args else None
             return NameRef(iterable.func.value, prefix)
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+                and isinstance(iterable.func.value, cst.Name):
+            instance = self.instances.lookup(prefix, iterable.func.value.value)
+            if instance is not None:
+                return method_ref(instance, iterable.func.attr.value)
         if isinstance(iterable, cst.Name) and iterable.value in self._generators:
             return NameRef(iterable.value, prefix)
         return None

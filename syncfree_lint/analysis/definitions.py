@@ -14,6 +14,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
+from syncfree_lint.analysis.instances import InstanceTable, annotated_class
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
 from syncfree_lint.knowledge import frequency as facts
 
@@ -36,6 +37,7 @@ class DefinitionsMixin:
     module_env: Dict[str, Optional[str]]
     _envs: List[Dict[str, Optional[str]]]
     _kinds: Dict[int, Optional[str]]
+    instances: InstanceTable
     _prefix: List[str]
     _marker_functions: Set[str]
     _stepping_functions: Set[str]
@@ -69,6 +71,9 @@ class DefinitionsMixin:
                 env[pname] = tensors.BATCH
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
+            cls = annotated_class(param.annotation, self.classes, self.imports)
+            if cls is not None or self.instances.lookup(qualname, pname) is not None:
+                self.instances.bind(qualname, pname, cls)  # `meter: Meter`; a plain parameter hides an outer name
             if param.default is not None:
                 self._visit(param.default)
                 if isinstance(param.default, cst.Name) and param.default.value == "False" \

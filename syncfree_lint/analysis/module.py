@@ -23,10 +23,11 @@ from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.instances import ClassRef, InstanceTable
 from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
-    ClassFrame, FunctionFrame, LoopFrame, is_early_exit, is_negated_flag, is_step_marker, iterated,
+    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, is_negated_flag, is_step_marker, iterated,
     iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names,
 )
 from syncfree_lint.diagnostic import Fix
@@ -106,6 +107,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._stepping_functions: Set[str] = set()
         self._prefix: List[str] = []
         self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
+        self.instances = InstanceTable()  # names holding instances of known classes (``analysis.instances``)
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
         self.metric_escapes: Set[str] = set()
@@ -136,6 +138,17 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
             return self._qualnames[key]
         qual = self._qualnames[key] = self.imports.qualname(expr)
         return qual
+
+    def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassRef]:
+        """The class ``expr`` is an instance of, when the code says (``meter = Meter()``,
+        ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
+        if isinstance(expr, cst.Name):
+            return self.instances.lookup(".".join(self._prefix), expr.value)
+        name = dotted(expr) if isinstance(expr, cst.Attribute) else None
+        if name is not None and name.startswith("self.") and self.class_frame is not None:
+            found = self.class_frame.attr_classes.get(name)
+            return ClassRef(*found) if found is not None else None
+        return None
 
     def is_store(self, node: cst.CSTNode) -> bool:
         """True for an assignment target (``t[mask] = ...``)."""
@@ -243,6 +256,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
             self._mark_store(node.target)
             self._visit(node.target)
             self._assign([node.target], node.value)
+        self._remember_annotated_instance(node.target, node.annotation)
 
     def _aug_assign(self, node: cst.AugAssign) -> None:
         self._rules(node)
@@ -352,7 +366,9 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
     def _while(self, node: cst.While) -> None:
         self.statement = node
         self._rules(node)
-        loop = LoopFrame(False, self.function, node, *self._guards_here())
+        # `while True: batch = next(train_iter)`: a loop over batches, whatever its test
+        drawn = draws_batches(node.body.body, lambda it: mentions_loader(it) or self.kind(it) in tensors.LOADERS)
+        loop = LoopFrame(drawn and self.uses_accelerator, self.function, node, *self._guards_here())
         self.loops.append(loop)
         self._visit(node.test)
         self._suite(node.body)

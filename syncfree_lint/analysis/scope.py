@@ -166,6 +166,21 @@ def mentions_loader(expr: cst.BaseExpression) -> bool:
     return False
 
 
+def draws_batches(body: Sequence[cst.CSTNode], is_loader: Callable[[cst.BaseExpression], bool]) -> bool:
+    """A ``while`` loop's body takes the next batch of a loader itself (``batch = next(train_iter)``),
+    in its own statements or their branches, not in a nested loop: it runs once per batch."""
+    stack: List[cst.CSTNode] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next" \
+                and node.args and is_loader(node.args[0].value):
+            return True
+        stack.extend(code_children(node))
+    return False
+
+
 def _root_name(expr: cst.BaseExpression) -> Optional[str]:
     while isinstance(expr, (cst.Attribute, cst.Subscript)):
         expr = expr.value

@@ -12,6 +12,7 @@ from typing import Callable, List, Optional, Sequence
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.knowledge import torch_api as api
 
 TENSOR = "tensor"
@@ -175,7 +176,9 @@ class TensorInference:
             return None
         if base == METRIC:
             return METRIC
-        if base in (TENSOR, MASK):
+        if base == MASK:  # rows and slices of a mask are masks (`x[keep[i]]`)
+            return MASK
+        if base == TENSOR:
             return TENSOR
         if base == TENSORS:  # loss_dict["loss"] / tensors[0]; a slice is still a container
             sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
@@ -236,6 +239,18 @@ class TensorInference:
     # -- calls
     def _Call(self, node: cst.Call) -> Optional[str]:
         func = node.func
+        if isinstance(func, cst.Name) and func.value == "iter" and node.args and not self.imports.imported("iter"):
+            source = self.kind(node.args[0].value)  # `train_iter = iter(train_loader)`: still the loader
+            if source in LOADERS:
+                return source
+            if mentions_loader(node.args[0].value):
+                return LOADER
+        if isinstance(func, cst.Name) and func.value == "next" and node.args and not self.imports.imported("next"):
+            drawn = self.kind(node.args[0].value)  # `batch = next(train_iter)`: a batch of the loader
+            if drawn == HOST_LOADER:
+                return HOST_BATCH
+            if drawn == LOADER or mentions_loader(node.args[0].value):
+                return BATCH
         qual = self.imports.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if qual is not None:
             known = self._qualified_call(qual, node)

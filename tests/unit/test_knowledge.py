@@ -333,3 +333,36 @@ def test_torchmetrics_internals_are_not_shared() -> None:
     from syncfree_lint.knowledge.metric_api import SHARED_METRIC_API
 
     assert not {"tp", "fp", "metric_state", "update_count", "plot", "merge_state", "sync_context"} & SHARED_METRIC_API
+
+
+# --------------------------------------------------------------------------- APIs that sync inside
+def _syncing(source: str):
+    import textwrap
+
+    from syncfree_lint import engine
+    return {d.line for d in engine.lint_text("t.py", textwrap.dedent(source), Config()) if d.code == "SFL111"}
+
+
+@pytest.mark.parametrize("call,expected", [
+    ("dist.barrier()", True), ("dist.all_gather_object(out, stats)", True),
+    ("dist.broadcast_object_list(objs)", True), ("dist.all_reduce(t)", False), ("dist.get_rank()", False),
+    ("scaler.get_scale()", True), ("scaler.state_dict()", True), ("scaler.update()", False),
+    ("other.get_scale()", True), ("other.state_dict()", False), ("np_scaler.get_scale()", False),
+])
+def test_syncing_api_table(call: str, expected: bool) -> None:
+    from syncfree_lint.knowledge.syncing_api import SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS
+    assert "torch.distributed.barrier" in SYNCING_FUNCTIONS and "get_scale" in SCALER_ONLY_METHODS
+    assert set(SYNCING_METHODS["torch.amp.GradScaler"]) == {"get_scale", "state_dict"}
+    source = f"""
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        def train(model, loader, optimizer, other, out, stats, objs, t):
+            scaler = torch.amp.GradScaler("cuda")
+            np_scaler = np.float32(2.0)
+            for x, y in loader:
+                scaler.scale(model(x).mean()).backward()
+                scaler.step(optimizer)
+                {call}
+    """
+    assert bool(_syncing(source)) is expected

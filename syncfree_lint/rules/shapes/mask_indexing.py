@@ -55,8 +55,8 @@ class MaskIndexing(Rule):
     )
     doc = """
 ## What it does
-Flags `t[mask]` with a boolean tensor mask inside a step (reads, in-place updates, and writes
-of a tensor value), and `torch.masked_select` / `t.masked_select`. Not flagged:
+Flags `t[mask]` (and `t[mask, 1:]`) with a boolean tensor mask inside a step (reads, in-place
+updates, and writes of a tensor value), and `torch.masked_select` / `t.masked_select`. Not flagged:
 `t[mask] = <python scalar>`, which is a `masked_fill` and needs no sync.
 
 ## Why it syncs
@@ -99,12 +99,9 @@ No automatic fix.
 
 
 def _is_mask_index(node: cst.Subscript, ctx) -> bool:
-    if len(node.slice) != 1:
-        return False
-    element = node.slice[0].slice
-    if not isinstance(element, cst.Index):
-        return False
-    return ctx.kind(element.value) == tensors.MASK
+    """A boolean mask anywhere in the index: ``t[mask]``, ``t[mask, 1:]``."""
+    return any(isinstance(element.slice, cst.Index) and ctx.kind(element.slice.value) == tensors.MASK
+               for element in node.slice)
 
 
 def _python_scalar(expr: cst.BaseExpression, ctx) -> bool:

@@ -1,0 +1,79 @@
+"""Instances: which class a name holds, so calls through objects reach the class's methods.
+
+``meter = utils.AverageMeter()`` makes ``meter.update(x)`` run ``AverageMeter.update``;
+``criterion = PairLoss(0.1)`` makes ``criterion(x, y)`` run ``PairLoss.__call__``; a parameter
+annotated with a class (``def step(meter: Meter)``) holds an instance of it. A class is a local
+class of the file, or an imported capitalised name (classes are capitalised; a factory function's
+result stays unknown). ``self.x = Cls()`` attributes live on the class frame
+(``ClassFrame.attr_classes``); this table holds the names of functions and of the module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Container, Dict, Optional, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis.imports import ImportMap, dotted
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class by name: ``local`` for a class of this file (its qualname), else its imported dotted name."""
+
+    local: bool
+    name: str
+
+
+def class_named(expr: cst.BaseExpression, classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:
+    """The class ``expr`` names (``Meter``, ``utils.Meter``), when it looks like one."""
+    if not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    text = dotted(expr)
+    if text is None or not text.rsplit(".", 1)[-1][:1].isupper():
+        return None
+    if text in classes:
+        return ClassRef(True, text)
+    if imports.imported(text.split(".")[0]):
+        qual = imports.qualname(expr)
+        if qual is not None:
+            return ClassRef(False, qual)
+    return None
+
+
+def constructed_class(value: cst.BaseExpression, classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:
+    """The class whose constructor ``value`` calls (``Meter(...)``), if any."""
+    if isinstance(value, cst.Call):
+        return class_named(value.func, classes, imports)
+    return None
+
+
+def annotated_class(annotation: Optional[cst.Annotation], classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:
+    """``meter: Meter`` or ``meter: "Meter"`` (a string annotation naming a local class)."""
+    if annotation is None:
+        return None
+    node = annotation.annotation
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
+        return ClassRef(True, text) if text in classes else None
+    return class_named(node, classes, imports)
+
+
+class InstanceTable:
+    """Names bound to instances, per scope (a function's dotted prefix; "" is the module)."""
+
+    def __init__(self) -> None:
+        self._by_scope: Dict[Tuple[str, str], Optional[ClassRef]] = {}
+
+    def bind(self, scope: str, name: str, cls: Optional[ClassRef]) -> None:
+        """``name`` now holds an instance of ``cls`` (None: something else, which hides an outer one)."""
+        self._by_scope[(scope, name)] = cls
+
+    def lookup(self, scope: str, name: str) -> Optional[ClassRef]:
+        """The class of ``name`` seen from ``scope``, looking outwards to the module."""
+        parts = scope.split(".") if scope else []
+        for depth in range(len(parts), -1, -1):
+            key = (".".join(parts[:depth]), name)
+            if key in self._by_scope:
+                return self._by_scope[key]
+        return None

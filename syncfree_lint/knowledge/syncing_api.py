@@ -1,0 +1,36 @@
+"""Library calls that wait for the device inside, though nothing at the call site reads a value.
+
+``rules/host_reads/syncing_call.py`` reads these tables; ``tests/unit/test_knowledge.py`` holds a
+row for each kind of entry.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+#: functions (by qualified name) -> why the host waits
+SYNCING_FUNCTIONS: Dict[str, str] = {
+    "torch.distributed.barrier": "blocks the host until every rank arrives (NCCL waits for the device too)",
+    "torch.distributed.monitored_barrier": "blocks the host until every rank arrives",
+    "torch.distributed.all_gather_object": "pickles through host memory: the tensors are read back",
+    "torch.distributed.gather_object": "pickles through host memory: the tensors are read back",
+    "torch.distributed.broadcast_object_list": "pickles through host memory: the tensors are read back",
+    "torch.distributed.scatter_object_list": "pickles through host memory: the tensors are read back",
+    "torch.distributed.all_reduce_object": "pickles through host memory: the tensors are read back",
+}
+
+#: classes (by qualified name) whose instances wait inside some methods: class -> method -> why
+SYNCING_METHODS: Dict[str, Dict[str, str]] = {
+    cls: {
+        "get_scale": "reads the loss scale back from the device (`.item()` inside)",
+        "state_dict": "reads the loss scale and growth tracker back from the device",
+    }
+    for cls in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+                "torch.amp.grad_scaler.GradScaler")
+}
+
+#: method names that, whatever the receiver's class is known to be, belong to a loss scaler whose
+#: value lives on the device (GradScaler and the scalers that wrap it); the receiver must not be
+#: known to be something else
+SCALER_ONLY_METHODS: Dict[str, str] = {
+    "get_scale": "reads the loss scale back from the device (`.item()` inside)",
+}

@@ -1,0 +1,30 @@
+"""What the SFL4xx rules share: where a ``.to(...)``/``.cuda()`` call sends its tensor."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from syncfree_lint.analysis.tensors import is_cpu_device, keyword_value, positional
+from syncfree_lint.rules.base import method_call
+
+#: ``.to(<dtype>)`` names: a cast, not a move
+_DTYPE_WORDS = frozenset({"float16", "bfloat16", "float32", "float64", "float", "half", "double", "long", "int",
+                          "int64", "int32", "bool", "uint8", "int8", "complex64"})
+
+
+def device_target(node: cst.Call, ctx) -> Optional[cst.BaseExpression]:
+    """The accelerator ``node`` moves its receiver to: the argument of ``.to(...)`` (``node`` itself
+    for ``.cuda()``), or None when it is not a move to an accelerator (a cast, the CPU)."""
+    name = method_call(node)
+    if name == "cuda":
+        return node
+    if name != "to":
+        return None
+    device = keyword_value(node, "device")
+    target = device if device is not None else positional(node, 0)
+    if target is None or is_cpu_device(target, ctx.imports):
+        return None
+    if isinstance(target, cst.Attribute) and target.attr.value in _DTYPE_WORDS:
+        return None
+    return target

@@ -1,0 +1,91 @@
+"""SFL403: a tensor built on the host, copied to the device every step."""
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors
+from syncfree_lint.rules.base import Rule, receiver
+from syncfree_lint.rules.transfers._common import device_target
+
+
+class HostBuiltToDevice(Rule[cst.Call]):
+    code = "SFL403"
+    name = "host-built-tensor-to-device-in-step"
+    messages = {
+        "default": "a tensor built on the host is copied to the device every step (`.{method}()`): the copy waits for "
+                   "the host; build it on the device (`device=`) or once outside the step",
+    }
+    node_types = (cst.Call,)
+    invalid = (
+        """
+        import torch
+        def train(model, loader, optimizer, device):
+            for x, y in loader:
+                positions = torch.arange(x.shape[1]).to(device)
+                model(x.to(device), positions).mean().backward()
+                optimizer.step()
+        """,
+        """
+        import numpy as np
+        import torch
+        def train(model, loader, optimizer, table):
+            for x, y in loader:
+                weights = torch.from_numpy(np.asarray(table)).cuda()
+                (model(x.cuda()) * weights).mean().backward()
+                optimizer.step()
+        """,
+    )
+    valid = (
+        """
+        import torch
+        def train(model, loader, optimizer, device):
+            positions = torch.arange(512).to(device)
+            for x, y in loader:
+                model(x.to(device), positions[: x.shape[1]]).mean().backward()
+                optimizer.step()
+        """,
+        """
+        import torch
+        def train(model, loader, optimizer, device):
+            for x, y in loader:
+                positions = torch.arange(x.shape[1], device=device)
+                model(x.to(device), positions).mean().backward()
+                optimizer.step()
+        """,
+    )
+    doc = """
+## What it does
+Flags `.to(<accelerator>)` and `.cuda()` inside a step on a tensor that the code built on the
+host: a factory without `device=` (`torch.arange(n)`, `torch.ones(k)`, `torch.Tensor([...])`),
+`torch.from_numpy(...)`, and arithmetic on them (`torch.exp(-k * torch.arange(n)).to(device)`).
+Batches from a data loader are not flagged here (SFL402, opt-in, covers their copies).
+
+## Why it syncs
+The tensor is created in pageable host memory and copied to the device every step. A copy from
+pageable memory is staged by the host: the CPU does the copy's work instead of queueing kernels,
+and the device waits for data the host has not sent yet. It is the same value each step in most
+cases, built again for nothing.
+
+## Example
+```python
+for x, y in loader:
+    freqs = torch.exp(-math.log(10000) * torch.arange(half) / half).to(device)
+```
+
+## Use instead
+```python
+freqs = torch.exp(-math.log(10000) * torch.arange(half) / half).to(device)   # once
+for x, y in loader:
+    ...
+# or build it where it lives: torch.arange(half, device=x.device)
+```
+
+## Fix safety
+No automatic fix.
+"""
+
+    def check(self, node: cst.Call, ctx) -> None:
+        if device_target(node, ctx) is None:
+            return
+        if ctx.kind(receiver(node)) == tensors.HOST_TENSOR:
+            ctx.report(self, node, method=node.func.attr.value)  # type: ignore[attr-defined]

@@ -1,0 +1,123 @@
+"""Calls through objects (``analysis.instances``): a method reached through an instance runs as
+often as the call, whatever way the code says which class the instance has."""
+from __future__ import annotations
+
+import textwrap
+from typing import Set
+
+import pytest
+
+from syncfree_lint import engine
+from syncfree_lint.config import Config
+
+CLASSES = """
+import torch
+
+class Meter:
+    def add(self, value):
+        self.last = value.item()
+
+class Loss:
+    def __call__(self, scores, labels):
+        return scores[labels >= 0].mean()
+
+class Other:
+    def add(self, value):
+        return value
+"""
+
+
+def lines_reported(body: str) -> Set[int]:
+    source = CLASSES + textwrap.dedent(body)
+    return {d.line for d in engine.lint_text("objects.py", source, Config()) if d.code.startswith("SFL")}
+
+
+ITEM_LINE = 6  # `self.last = value.item()` in Meter.add
+MASK_LINE = 10  # `scores[labels >= 0]` in Loss.__call__
+
+
+@pytest.mark.parametrize("body,line", [
+    ("""
+     def train(model, loader, optimizer):
+         meter = Meter()
+         for x, y in loader:
+             loss = model(x).mean()
+             loss.backward()
+             optimizer.step()
+             meter.add(loss.detach())
+     """, ITEM_LINE),
+    ("""
+     def train(model, loader, optimizer):
+         criterion = Loss()
+         for x, y in loader:
+             loss = criterion(model(x), y)
+             loss.backward()
+             optimizer.step()
+     """, MASK_LINE),
+    ("""
+     def train(model, loader, optimizer, meter: Meter):
+         for x, y in loader:
+             loss = model(x).mean()
+             loss.backward()
+             optimizer.step()
+             meter.add(loss.detach())
+     """, ITEM_LINE),
+    ("""
+     class Trainer:
+         meter: Meter
+
+         def train_step(self, model, batch, optimizer):
+             loss = model(batch).mean()
+             loss.backward()
+             optimizer.step()
+             self.meter.add(loss.detach())
+     """, ITEM_LINE),
+    ("""
+     class Trainer:
+         def __init__(self):
+             self.criterion = Loss()
+
+         def train_step(self, model, batch, optimizer):
+             x, y = batch
+             loss = self.criterion(model(x), y)
+             loss.backward()
+             optimizer.step()
+     """, MASK_LINE),
+])
+def test_method_through_an_instance_is_reached(body: str, line: int) -> None:
+    assert line in lines_reported(body)
+
+
+@pytest.mark.parametrize("body", [
+    """
+    def train(model, loader, optimizer):
+        meter = Meter()
+        meter = Other()
+        for x, y in loader:
+            loss = model(x).mean()
+            loss.backward()
+            optimizer.step()
+            meter.add(loss.detach())
+    """,
+    """
+    def train(model, loader, optimizer, log_every=100):
+        meter = Meter()
+        for step, (x, y) in enumerate(loader):
+            loss = model(x).mean()
+            loss.backward()
+            optimizer.step()
+            if step % log_every == 0:
+                meter.add(loss.detach())
+    """,
+    """
+    def train(model, loader, optimizer):
+        meter = Meter()
+        for x, y in loader:
+            loss = model(x).mean()
+            loss.backward()
+            optimizer.step()
+        meter.add(loss.detach())
+    """,
+])
+def test_instance_calls_that_do_not_run_every_step(body: str) -> None:
+    assert ITEM_LINE not in lines_reported(body)

@@ -1,0 +1,85 @@
+"""Loops of other shapes and masks kept in variables: a ``while`` loop that draws its batches with
+``next()`` runs once per batch; a mask's rows are masks, and a mask anywhere in an index makes it
+data-dependent."""
+from __future__ import annotations
+
+import textwrap
+from typing import Set, Tuple
+
+import pytest
+
+from syncfree_lint import engine
+from syncfree_lint.config import Config
+
+
+def reported(source: str) -> Set[Tuple[int, str]]:
+    return {(d.line, d.code) for d in engine.lint_text("loop.py", textwrap.dedent(source), Config())}
+
+
+WHILE_LOOPS = [
+    """
+    import torch
+    def evaluate(model, val_loader):
+        data_iter = iter(val_loader)
+        while True:
+            batch = next(data_iter, None)
+            if batch is None:
+                break
+            with torch.no_grad():
+                out = model(batch)
+            print(out.max().item())
+    """,
+    """
+    import torch
+    def train(model, train_loader, optimizer, max_steps):
+        train_iter = iter(train_loader)
+        step = 0
+        while step < max_steps:
+            try:
+                x, y = next(train_iter)
+            except StopIteration:
+                train_iter = iter(train_loader)
+                x, y = next(train_iter)
+            loss = model(x.cuda()).mean()
+            print(loss.item())
+            step += 1
+    """,
+]
+
+
+@pytest.mark.parametrize("source", WHILE_LOOPS)
+def test_a_while_loop_that_draws_batches_is_a_step_loop(source: str) -> None:
+    item_line = next(i for i, line in enumerate(textwrap.dedent(source).splitlines(), 1) if ".item()" in line)
+    assert (item_line, "SFL101") in reported(source)
+
+
+def test_a_while_loop_over_anything_else_is_not() -> None:
+    source = """
+    import torch
+    def summarize(results):
+        pending = list(results)
+        while pending:
+            value = pending.pop()
+            print(value.item())
+    """
+    assert not reported(source)
+
+
+@pytest.mark.parametrize("index,expected", [
+    ("x[keep[i]]", True), ("x[keep, 1:]", True), ("x[keep]", True), ("x[i, 1:]", False), ("x[idx]", False),
+])
+def test_masks_kept_in_variables(index: str, expected: bool) -> None:
+    source = f"""
+    import torch
+    def train(model, loader, optimizer):
+        model.train()
+        for x, y in loader:
+            out = model(x)
+            keep = out[..., 4] > 0.25
+            idx = out.argmax(-1)
+            for i in range(2):
+                picked = {index}
+            picked.sum().backward()
+            optimizer.step()
+    """
+    assert any(code == "SFL202" for _, code in reported(source)) is expected
