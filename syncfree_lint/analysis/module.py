@@ -11,11 +11,12 @@ type; they ask this object the shared questions (``kind``, ``qualname``, ``place
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.answers import AnswersMixin
 from syncfree_lint.analysis.arguments import ArgumentsMixin, Seeds
 from syncfree_lint.analysis.bindings import BindingsMixin
 from syncfree_lint.analysis.calls import CallRef, CallsMixin
@@ -23,21 +24,21 @@ from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import ClassRef, InstanceTable
+from syncfree_lint.analysis.instances import InstanceTable
 from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
+from syncfree_lint.analysis.model import Checker, Keyed, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, is_negated_flag, is_step_marker, iterated,
     iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names,
 )
 from syncfree_lint.diagnostic import Fix
+from syncfree_lint.edits import FixPlan
 from syncfree_lint.knowledge import frequency as facts
 
-if TYPE_CHECKING:  # pragma: no cover
-    from syncfree_lint.rules.base import Rule
 
-
-class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin):
+class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin,
+                     AnswersMixin):
     """Walks one module once, answering the shared questions for every rule."""
 
     def __init__(
@@ -45,7 +46,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         path: str,
         source: str,
         module: cst.Module,
-        rules: Sequence["Rule"],
+        rules: Sequence[Checker],
         step_functions: frozenset,
         tree: Optional[ast.Module] = None,
         module_name: str = "",
@@ -81,7 +82,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.findings: List[Finding] = []
         self.calls: List[CallSite] = []
         self.rule_errors: List[Tuple[str, BaseException]] = []
-        self._dispatch: Dict[type, List["Rule"]] = {}
+        self._dispatch: Dict[type, List[Checker]] = {}
         self._rules_in_order = list(rules)
         for rule in rules:
             for node_type in rule.node_types:
@@ -139,27 +140,16 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         qual = self._qualnames[key] = self.imports.qualname(expr)
         return qual
 
-    def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassRef]:
-        """The class ``expr`` is an instance of, when the code says (``meter = Meter()``,
-        ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
-        if isinstance(expr, cst.Name):
-            return self.instances.lookup(".".join(self._prefix), expr.value)
-        name = dotted(expr) if isinstance(expr, cst.Attribute) else None
-        if name is not None and name.startswith("self.") and self.class_frame is not None:
-            found = self.class_frame.attr_classes.get(name)
-            return ClassRef(*found) if found is not None else None
-        return None
-
     def is_store(self, node: cst.CSTNode) -> bool:
         """True for an assignment target (``t[mask] = ...``)."""
         return id(node) in self._stores
 
-    def state(self, rule: "Rule") -> Dict[Any, Any]:
+    def state(self, rule: Keyed) -> Dict[Any, Any]:
         """Per-file scratch space for one rule."""
         return self._state.setdefault(rule.code, {})
 
     def report(
-        self, rule: "Rule", node: cst.CSTNode, key: str = "default", fix: Optional[Fix] = None,
+        self, rule: Reporting, node: cst.CSTNode, key: str = "default", fix: Union[Fix, FixPlan, None] = None,
         statement: Optional[cst.CSTNode] = None, **fields: str,
     ) -> None:
         """Record a finding at ``node`` with the rule's message ``key`` (its template filled with

@@ -15,7 +15,7 @@ from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
-from syncfree_lint.fixes.plan import Declined, Replace
+from syncfree_lint.edits import Declined, Replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis

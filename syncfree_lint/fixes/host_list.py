@@ -28,9 +28,9 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
+from syncfree_lint.edits import Replace, code
 from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.fixes.number_kind import is_count, is_float
-from syncfree_lint.fixes.plan import Replace, code
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 
 #: calls that use a list's contents at once and keep no reference to it

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Union
 import libcst as cst
 
 from syncfree_lint.analysis.device import named_accelerators
+from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes.number_kind import is_count, is_float
-from syncfree_lint.fixes.plan import Declined, Replace, code
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.dtypes import MAY_ALIAS
 from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS

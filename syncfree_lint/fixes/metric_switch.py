@@ -1,7 +1,7 @@
 """The torchmetrics -> syncfree switch: which classes of a file may move, and the edits that move them.
 
 One plan for the whole file: a class switches only when every construction of it uses arguments
-``syncfree`` honours, no instance is handed to other code (``ctx.metric_escapes``, recorded during the walk),
+``syncfree`` honours, no instance is handed to other code (``ctx.escaped_metrics()``, recorded during the walk),
 its finding is reported, and a MetricCollection switches together with all of its members.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.metric_sites import SYNCFREE, MetricSite, syncfree_supports
-from syncfree_lint.fixes.plan import FixPlan, InsertAfter, Part, Replace, code
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.edits import FixPlan, InsertAfter, Part, Replace, code
 
 
 class _SwitchState:
@@ -22,17 +23,17 @@ class _SwitchState:
 _SWITCH_STATE = _SwitchState()
 
 
-def switch_plan(ctx, site: MetricSite) -> Optional[FixPlan]:
+def switch_plan(ctx: SemanticModel, site: MetricSite) -> Optional[FixPlan]:
     """Move ``site``'s class from torchmetrics to syncfree, when that is safe for the whole file."""
     if site.class_name not in SYNCFREE or site.call is None or site.library != "torchmetrics":
         return None
     return FixPlan(f"use `syncfree.{site.class_name}` (no sync in update)", "safe", lambda: _build_switch(ctx, site), site)
 
 
-def _flagged_sites(ctx) -> List[MetricSite]:
+def _flagged_sites(ctx: SemanticModel) -> List[MetricSite]:
     """Sites with a switch fix on a finding that is reported (not module-level, not guarded)."""
     out = []
-    for finding in ctx.findings:
+    for finding in ctx.findings_so_far():
         plan = finding.fix
         if not isinstance(plan, FixPlan) or not isinstance(plan.subject, MetricSite):
             continue
@@ -53,17 +54,17 @@ def _collection_entries(site: MetricSite) -> int:
     return -1
 
 
-def _switchable(ctx) -> Dict[str, bool]:
+def _switchable(ctx: SemanticModel) -> Dict[str, bool]:
     """Per class name: switch to syncfree? Every construction in the file must be supported,
     none may be handed to other code, the class must be flagged, and a MetricCollection switches
     together with all of its members or not at all."""
     cache = ctx.state(_SWITCH_STATE)
     if "classes" in cache:
         return cache["classes"]
-    escaped = ctx.metric_escapes
+    escaped = ctx.escaped_metrics()
     flagged_sites = _flagged_sites(ctx)
     flagged = {s.class_name for s in flagged_sites}
-    sites = [s for s in ctx.all_metric_sites if s.call is not None and s.library == "torchmetrics"]
+    sites = [s for s in ctx.metric_constructions() if s.call is not None and s.library == "torchmetrics"]
     collections = [s for s in sites if s.class_name == "MetricCollection"]
     for collection in collections:  # a flagged member flags its collection and the other members
         if any(m.class_name in flagged for m in collection.members) or "MetricCollection" in flagged:
@@ -73,7 +74,8 @@ def _switchable(ctx) -> Dict[str, bool]:
     cache["sites"] = {id(s.call) for s in flagged_sites}
     verdict: Dict[str, bool] = {}
     for site in sites:
-        ok = site.class_name in flagged and syncfree_supports(site.class_name, site.call) and site.name not in escaped
+        ok = (site.class_name in flagged and site.call is not None and syncfree_supports(site.class_name, site.call)
+              and site.name not in escaped)
         verdict[site.class_name] = verdict.get(site.class_name, True) and ok
     changed = True
     while changed:  # members inside a collection that cannot switch cannot switch either
@@ -94,7 +96,7 @@ def _switchable(ctx) -> Dict[str, bool]:
     return verdict
 
 
-def _build_switch(ctx, site: MetricSite) -> Optional[List[Part]]:
+def _build_switch(ctx: SemanticModel, site: MetricSite) -> Optional[List[Part]]:
     """The edits that move every switchable class of the file at once (identical for every
     finding, so applying any one of them leaves the file consistent; duplicates merge)."""
     verdict = _switchable(ctx)
@@ -104,12 +106,12 @@ def _build_switch(ctx, site: MetricSite) -> Optional[List[Part]]:
     rewritten = set()
     need_module_import = False
     anchor: Optional[cst.CSTNode] = None
-    for other in ctx.all_metric_sites:
+    for other in ctx.metric_constructions():
         if other.call is None or other.library != "torchmetrics" or not verdict.get(other.class_name):
             continue
         func = other.call.func
         if isinstance(func, cst.Name):
-            statement = ctx.imports.sources.get(func.value)
+            statement = ctx.import_statement(func.value)
             if isinstance(statement, cst.ImportFrom) and id(statement) not in rewritten:
                 rewritten.add(id(statement))
                 parts.extend(_rewrite_import(ctx, statement, verdict))
@@ -117,9 +119,9 @@ def _build_switch(ctx, site: MetricSite) -> Optional[List[Part]]:
             if id(other.call) not in ctx.state(_SWITCH_STATE)["sites"]:
                 continue  # module-style constructions switch one by one: only the reported ones
             parts.append(Replace(func, other.statement, f"syncfree.{other.class_name}"))
-            if not ctx.imports.imported("syncfree"):
+            if not ctx.is_imported("syncfree"):
                 need_module_import = True
-                anchor = anchor or ctx.imports.sources.get((dotted(func) or "").split(".")[0])
+                anchor = anchor or ctx.import_statement((dotted(func) or "").split(".")[0])
     if need_module_import:
         if anchor is None:
             return None
@@ -127,7 +129,7 @@ def _build_switch(ctx, site: MetricSite) -> Optional[List[Part]]:
     return parts or None
 
 
-def _rewrite_import(ctx, statement: cst.ImportFrom, verdict: Dict[str, bool]) -> List[Part]:
+def _rewrite_import(ctx: SemanticModel, statement: cst.ImportFrom, verdict: Dict[str, bool]) -> List[Part]:
     """``from torchmetrics... import A, B`` with the switchable names moved to ``from syncfree``
     (the new import on its own line after the old one, at the same indentation)."""
     if isinstance(statement.names, cst.ImportStar):
@@ -137,7 +139,7 @@ def _rewrite_import(ctx, statement: cst.ImportFrom, verdict: Dict[str, bool]) ->
     for alias in statement.names:
         imported = dotted(alias.name) or ""
         local = alias.asname.name.value if alias.asname is not None else imported  # type: ignore[union-attr]
-        wanted = verdict.get(imported) and (ctx.imports.aliases.get(local) or "").startswith("torchmetrics.")
+        wanted = verdict.get(imported) and (ctx.origin_of(local) or "").startswith("torchmetrics.")
         (move if wanted else keep).append(alias)
     if not move:
         return []

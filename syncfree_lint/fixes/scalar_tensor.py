@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Set, Union
 
 import libcst as cst
 
-from syncfree_lint.fixes.plan import Declined, Replace, code
+from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 
 #: keywords ``torch.full`` takes with the same meaning as ``torch.tensor``

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, Generic, Iterable, Mapping, Tuple, Type, TypeVar
+from typing import Any, ClassVar, Dict, Generic, Iterable, Mapping, Tuple, Type, TypeVar
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.diagnostic import Diagnostic
-
-if TYPE_CHECKING:  # pragma: no cover
-    from syncfree_lint.analysis.module import ModuleAnalysis
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 
@@ -27,7 +25,8 @@ class Rule(Generic[NodeT]):
     """Subclasses set the class attributes and implement ``check``.
 
     ``check(node, ctx)`` is called for every node whose type is in ``node_types``; it asks
-    ``ctx`` (the file's shared analysis) what it needs and calls ``ctx.report(self, node, key,
+    ``ctx`` (the file's shared analysis, seen through ``analysis.model.SemanticModel``: nothing
+    else of it) what it needs and calls ``ctx.report(self, node, key,
     **fields)``, where ``key`` names one of ``messages`` and ``fields`` fill its template.
     ``NodeT`` is the node type ``check`` takes (``Rule[cst.Call]`` for a rule whose ``node_types``
     is ``(cst.Call,)``); a bare ``Rule`` subclass may narrow it freely.
@@ -74,10 +73,10 @@ class Rule(Generic[NodeT]):
             raise KeyError(f"{cls.code} has no message {key!r}; declare it in the rule's `messages`") from None
         return template.format(**fields)
 
-    def check(self, node: NodeT, ctx: "ModuleAnalysis") -> None:  # pragma: no cover
+    def check(self, node: NodeT, ctx: SemanticModel) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def finish(self, ctx: "ModuleAnalysis") -> None:
+    def finish(self, ctx: SemanticModel) -> None:
         """Called once after the walk, for rules that judge the whole file."""
         return None
 
@@ -105,7 +104,7 @@ class MetaRule(Rule[cst.CSTNode]):
     node_types = ()
     step_only = False
 
-    def check(self, node: cst.CSTNode, ctx: "ModuleAnalysis") -> None:  # pragma: no cover
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:  # pragma: no cover
         return None
 
     @classmethod

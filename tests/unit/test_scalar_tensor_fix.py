@@ -11,8 +11,8 @@ import textwrap
 import libcst as cst
 import pytest
 
+from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes import scalar_tensor
-from syncfree_lint.fixes.plan import Declined, Replace, code
 from syncfree_lint.fixes.scope_index import ScopeIndex
 
 torch = pytest.importorskip("torch")

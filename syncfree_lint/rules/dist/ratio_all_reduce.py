@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.tensors import keyword_value
 from syncfree_lint.rules.base import Rule
@@ -87,9 +88,9 @@ acc = stats[0] / stats[1]
 No automatic fix: the numerator and denominator have to be kept apart first.
 """
 
-    def check(self, node: cst.CSTNode, ctx) -> None:
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
         state = ctx.state(self)
-        scope = id(ctx.function)
+        scope = id(ctx.current_scope())
         ratios = state.setdefault(("ratios", scope), set())
         pending = state.setdefault(("pending", scope), {})  # name -> (the all_reduce call, its statement)
         if isinstance(node, cst.Assign):
@@ -123,7 +124,7 @@ No automatic fix: the numerator and denominator have to be kept apart first.
             if op is not None and isinstance(op, cst.Attribute) and op.attr.value == "AVG":
                 ctx.report(self, node, "avg")
             elif op is None or (isinstance(op, cst.Attribute) and op.attr.value == "SUM"):
-                pending[name] = (node, ctx.statement)
+                pending[name] = (node, ctx.current_statement())
 
 
 def _divides(value: cst.BaseExpression, name: str) -> bool:
@@ -135,7 +136,7 @@ def _divides(value: cst.BaseExpression, name: str) -> bool:
     )
 
 
-def _is_ratio(expr: cst.BaseExpression, ctx) -> bool:
+def _is_ratio(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.FloorDivide)):
         return True
     if isinstance(expr, cst.Call):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.tensors import is_true, keyword_value, positional
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.host_reads._common import host_read_receiver
 
@@ -79,7 +80,7 @@ or `out.to("cpu", non_blocking=True)` into pinned memory, read after an event or
 No automatic fix: moving the copy changes where the data lives.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         name = method_call(node)
         if name == "cpu":
             if not node.args and host_read_receiver(node, ctx):
@@ -87,7 +88,7 @@ No automatic fix: moving the copy changes where the data lives.
         elif name == "to":
             target = keyword_value(node, "device")
             value = target if target is not None else positional(node, 0)
-            if value is None or not is_cpu_device(value, ctx.imports):
+            if value is None or not ctx.is_cpu_device(value):
                 return
             blocking = keyword_value(node, "non_blocking")
             if blocking is not None and is_true(blocking):

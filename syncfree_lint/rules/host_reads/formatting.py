@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
@@ -88,7 +89,7 @@ for step, (x, y) in enumerate(loader):
 No automatic fix: which interval to log at is the user's choice.
 """
 
-    def check(self, node: cst.CSTNode, ctx) -> None:
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
         if isinstance(node, cst.FormattedStringExpression):
             if ctx.is_tensor(node.expression):
                 ctx.report(self, node.expression, "f_string")
@@ -104,7 +105,7 @@ No automatic fix: which interval to log at is the user's choice.
             return
         func = node.func
         what = None
-        if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format") and not ctx.imports.imported(func.value):
+        if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format") and not ctx.is_imported(func.value):
             what = f"`{func.value}()`"
         elif isinstance(func, cst.Attribute):
             attr = func.attr.value
@@ -121,7 +122,7 @@ No automatic fix: which interval to log at is the user's choice.
                 ctx.report(self, arg.value, "call", what=what)
 
 
-def _is_logger(expr: cst.BaseExpression, ctx) -> bool:
+def _is_logger(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
     qual = ctx.qualname(expr) or ""
     if qual == "logging" or qual.startswith("logging."):
         return True

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.edits import FixPlan
 from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.fixes import item_fix
-from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.host_reads._common import host_read_receiver
 
@@ -126,16 +127,16 @@ modules importing a module-level accumulator.
     node_types = (cst.Call, cst.Name)
     fix_title = "keep the value on the device and read it (`float()`/`int()`) where it is used"
 
-    def check(self, node: cst.CSTNode, ctx) -> None:
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
         state = ctx.state(self)
         if isinstance(node, cst.Name):  # where each statement runs, for the reads the proof checks
             places = state.setdefault("places", {})
-            if id(ctx.statement) not in places:
-                places[id(ctx.statement)] = ctx.placement()
+            statement = ctx.current_statement()
+            if id(statement) not in places:
+                places[id(statement)] = ctx.placement()
             return
         if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and host_read_receiver(node, ctx):
-            scope = ctx.function.node if ctx.function is not None else ctx.module
-            site = proof.ItemSite(node, ctx.statement, scope, ctx.placement())
-            build = lambda: item_fix.decide(site, state.get("places", {}), ctx.qualname, ctx.source,  # noqa: E731
+            site = proof.ItemSite(node, ctx.current_statement(), ctx.current_scope(), ctx.placement())
+            build = lambda: item_fix.decide(site, state.get("places", {}), ctx.qualname, ctx.source_text(),  # noqa: E731
                                          state.setdefault("scopes", {})).parts
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))

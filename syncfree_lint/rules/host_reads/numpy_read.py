@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.tensors import positional
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.host_reads._common import host_read_receiver
@@ -77,7 +78,7 @@ scores = torch.cat(scores).cpu().numpy()  # once, after the loop
 No automatic fix: the consumer of the array decides where the conversion belongs.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         name = method_call(node)
         if name == "numpy" and not node.args and host_read_receiver(node, ctx):
             ctx.report(self, node)

@@ -5,6 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule
 
 _CONVERTERS = {"float", "int", "bool", "complex"}
@@ -82,12 +83,12 @@ For math functions, use the `torch` twin (`torch.sqrt`, `torch.exp`), which stay
 No automatic fix.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         func = node.func
         if not node.args:
             return
         name: Optional[str] = None
-        if isinstance(func, cst.Name) and func.value in _CONVERTERS and not ctx.imports.imported(func.value):
+        if isinstance(func, cst.Name) and func.value in _CONVERTERS and not ctx.is_imported(func.value):
             name = func.value
         elif isinstance(func, (cst.Attribute, cst.Name)):
             qual = ctx.qualname(func) or ""

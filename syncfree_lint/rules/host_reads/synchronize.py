@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule, method_call
 
 
@@ -85,7 +86,7 @@ for step, (x, y) in enumerate(loader):
 No automatic fix: the wait may guard a measurement or a host buffer.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if method_call(node) != "synchronize":
             if isinstance(node.func, cst.Name):
                 qual = ctx.qualname(node.func) or ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.knowledge.syncing_api import SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
@@ -95,7 +96,7 @@ Drop a per-step `barrier()`: collectives already order the ranks.
 No automatic fix.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         qual = ctx.qualname(node.func) or ""
         if qual in SYNCING_FUNCTIONS:
             ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=SYNCING_FUNCTIONS[qual])

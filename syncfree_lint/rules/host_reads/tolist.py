@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.host_reads._common import host_read_receiver
 
@@ -61,6 +62,6 @@ predictions = torch.cat(predictions).tolist()
 No automatic fix.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if method_call(node) == "tolist" and not node.args and host_read_receiver(node, ctx):
             ctx.report(self, node)

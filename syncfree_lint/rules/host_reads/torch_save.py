@@ -6,6 +6,7 @@ from typing import Dict, Optional
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.analysis.tensors import keyword_value, positional
 from syncfree_lint.rules.base import Rule, method_call, receiver
@@ -123,8 +124,8 @@ for step, (x, y) in enumerate(loader):
 No automatic fix: how often to save is the user's choice.
 """
 
-    def check(self, node: cst.CSTNode, ctx) -> None:
-        holders = ctx.state(self).setdefault(id(ctx.function), {})  # name -> message key of what it holds, or None
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
+        holders = ctx.state(self).setdefault(id(ctx.current_scope()), {})  # name -> message key of what it holds, or None
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
@@ -152,7 +153,7 @@ def _is_state_dict_call(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and method_call(expr) == "state_dict"
 
 
-def _state_kind(expr: cst.BaseExpression, ctx, holders: Dict[str, Optional[str]]) -> Optional[str]:
+def _state_kind(expr: cst.BaseExpression, ctx: SemanticModel, holders: Dict[str, Optional[str]]) -> Optional[str]:
     """"state" for a state_dict (or a literal holding one), "default" for device tensors, else None."""
     if isinstance(expr, cst.Call) and _is_state_dict_call(expr):
         owner = receiver(expr)

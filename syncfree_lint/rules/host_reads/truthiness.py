@@ -5,6 +5,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule
 
 _NAN_CHECKS = ("isnan", "isinf", "isfinite", "isneginf", "isposinf")
@@ -102,7 +103,7 @@ every N steps under an interval guard.
 No automatic fix: the branch structure has to change.
 """
 
-    def check(self, node: cst.CSTNode, ctx) -> None:
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
         seen = ctx.state(self).setdefault("seen", set())
         if isinstance(node, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)):
             test = node.test
@@ -122,7 +123,7 @@ No automatic fix: the branch structure has to change.
             for sub in _bool_parts(node):
                 seen.add(id(sub))
 
-    def _flag(self, site: cst.BaseExpression, where: str, ctx, seen: set) -> None:
+    def _flag(self, site: cst.BaseExpression, where: str, ctx: SemanticModel, seen: set) -> None:
         if id(site) in seen or not ctx.is_tensor(site):
             return
         seen.add(id(site))

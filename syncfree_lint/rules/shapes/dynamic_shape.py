@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.tensors import keyword_value, positional
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.shapes._common import device_args, device_receiver, torch_call
@@ -95,7 +96,7 @@ for x, y in loader:
 No automatic fix: the static size is something only the user knows.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = torch_call(node, ctx, "unique", "unique_consecutive", "bincount")
         method = method_call(node)
         if not found and method in ("unique", "unique_consecutive", "bincount") and device_receiver(node, ctx):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.shapes._common import device_receiver, torch_call
 
@@ -81,7 +82,7 @@ for x, y in loader:
 No automatic fix.
 """
 
-    def check(self, node: cst.CSTNode, ctx) -> None:
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
         if isinstance(node, cst.Subscript):
             if ctx.is_store(node):
                 return
@@ -98,13 +99,13 @@ No automatic fix.
                 ctx.report(self, node, "masked_select")
 
 
-def _is_mask_index(node: cst.Subscript, ctx) -> bool:
+def _is_mask_index(node: cst.Subscript, ctx: SemanticModel) -> bool:
     """A boolean mask anywhere in the index: ``t[mask]``, ``t[mask, 1:]``."""
     return any(isinstance(element.slice, cst.Index) and ctx.kind(element.slice.value) == tensors.MASK
                for element in node.slice)
 
 
-def _python_scalar(expr: cst.BaseExpression, ctx) -> bool:
+def _python_scalar(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
     if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary)):
         return True
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float)):

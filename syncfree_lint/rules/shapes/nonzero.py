@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.tensors import keyword_value
 from syncfree_lint.rules.base import Rule, method_call, receiver
 from syncfree_lint.rules.shapes._common import device_args, device_receiver, torch_call
@@ -88,7 +89,7 @@ If the indices are needed, `torch.nonzero_static(t, size=k)` gives a fixed-size 
 No automatic fix.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = torch_call(node, ctx, "nonzero", "argwhere")
         if found:
             if device_args(node, ctx):

@@ -6,6 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.knowledge import sinks
 from syncfree_lint.rules.base import Rule
 
@@ -96,7 +97,7 @@ for step, (x, y) in enumerate(loader):
 No automatic fix: which interval to log at is the user's choice.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if not self._is_sink(node, ctx):
             return
         for value in _values(node):
@@ -104,7 +105,7 @@ No automatic fix: which interval to log at is the user's choice.
                 ctx.report(self, value)
 
     @staticmethod
-    def _is_sink(node: cst.Call, ctx) -> bool:
+    def _is_sink(node: cst.Call, ctx: SemanticModel) -> bool:
         func = node.func
         if isinstance(func, (cst.Name, cst.Attribute)) and ctx.qualname(func) in sinks.SINK_FUNCTIONS:
             return True

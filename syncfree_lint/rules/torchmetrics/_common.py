@@ -8,8 +8,9 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.metric_sites import MetricSite
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.edits import FixPlan, Replace
 from syncfree_lint.fixes.metric_switch import switch_plan
-from syncfree_lint.fixes.plan import FixPlan, Replace
 from syncfree_lint.rules.base import Rule
 
 SWITCH_TITLE = "use the `syncfree` metric"
@@ -38,7 +39,7 @@ def first_arg(node: cst.Call) -> Optional[cst.BaseExpression]:
     return None
 
 
-def is_python_number(expr: cst.BaseExpression, ctx) -> bool:
+def is_python_number(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
     if isinstance(expr, (cst.Integer, cst.Float)):
         return True
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float)):
@@ -55,7 +56,7 @@ class ConstructionRule(Rule):
     def applies(self, site: MetricSite) -> bool:  # pragma: no cover
         raise NotImplementedError
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = ctx.metric_call(node)
         if found is None or found[1] == "compute":
             return
@@ -68,5 +69,5 @@ class ConstructionRule(Rule):
             seen.add(id(target.call))
             ctx.report(self, target.call, fix=self.plan(ctx, target), statement=target.statement)
 
-    def plan(self, ctx, site: MetricSite) -> Optional[FixPlan]:
+    def plan(self, ctx: SemanticModel, site: MetricSite) -> Optional[FixPlan]:
         return switch_plan(ctx, site)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.metric_sites import is_aggregator, nan_checks_on
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.fixes.metric_switch import switch_plan
 from syncfree_lint.rules.base import Rule
 from syncfree_lint.rules.torchmetrics._common import SWITCH_DOC, SWITCH_TITLE
@@ -97,7 +98,7 @@ for x, y in loader:
 ```
 """ + SWITCH_DOC
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = ctx.metric_call(node)
         if found is None or found[1] == "compute" or not is_aggregator(found[0].class_name):
             return

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule
 
 
@@ -76,7 +77,7 @@ for step, (x, y) in enumerate(loader):
 No automatic fix: the interval is the user's choice.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = ctx.metric_call(node)
         if found is not None and found[1] == "compute":
             ctx.report(self, node)

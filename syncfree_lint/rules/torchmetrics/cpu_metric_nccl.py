@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.tensors import keyword_value
 from syncfree_lint.fixes.metric_switch import switch_plan
 from syncfree_lint.rules.base import Rule
@@ -68,7 +69,7 @@ acc = MulticlassAccuracy(num_classes=10).to(device)
 or a `syncfree` metric, which stages CPU states through the device under NCCL.
 """ + SWITCH_DOC
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if not isinstance(node.func, (cst.Name, cst.Attribute)):
             return
         qual = ctx.qualname(node.func) or ""
@@ -80,10 +81,10 @@ or a `syncfree` metric, which stages CPU states through the device under NCCL.
         elif qual.endswith("DistributedDataParallel"):
             state["nccl"] = True
 
-    def finish(self, ctx) -> None:
+    def finish(self, ctx: SemanticModel) -> None:
         if not ctx.state(self).get("nccl"):
             return
-        for site in ctx.all_metric_sites:
+        for site in ctx.metric_constructions():
             if site.call is not None and not site.moved and site.library == "torchmetrics" \
                     and site.class_name != "MetricCollection":
                 ctx.report(self, site.call, fix=switch_plan(ctx, site), statement=site.statement)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfree_lint.fixes.plan import FixPlan, code
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.edits import FixPlan, code
 from syncfree_lint.rules.base import Rule
 from syncfree_lint.rules.torchmetrics._common import first_arg, is_python_number, replacing
 
@@ -80,7 +81,7 @@ for x, y in loader:
 Safe: the same number, as a CPU 0-d tensor.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = ctx.metric_call(node)
         if found is None or found[1] == "compute":
             return
@@ -88,8 +89,8 @@ Safe: the same number, as a CPU 0-d tensor.
         if value is None or not is_python_number(value, ctx):
             return
         fix = None
-        torch_name = next((k for k, v in ctx.imports.aliases.items() if v == "torch"), None)
+        torch_name = ctx.alias_of("torch")
         if torch_name is not None:
             replacement = f"{torch_name}.as_tensor({code(value)})"
-            fix = FixPlan(self.fix_title, "safe", replacing(value, ctx.statement, replacement))
+            fix = FixPlan(self.fix_title, "safe", replacing(value, ctx.current_statement(), replacement))
         ctx.report(self, value, fix=fix)

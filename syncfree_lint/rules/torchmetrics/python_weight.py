@@ -6,7 +6,8 @@ from typing import Optional
 import libcst as cst
 
 from syncfree_lint.analysis.metric_sites import is_aggregator
-from syncfree_lint.fixes.plan import FixPlan, code
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.edits import FixPlan, code
 from syncfree_lint.rules.base import Rule
 from syncfree_lint.rules.torchmetrics._common import first_arg, is_python_number, replacing
 
@@ -77,7 +78,7 @@ for x, y in loader:
 Safe: the weight has the same value and the shape torchmetrics broadcasts it to.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = ctx.metric_call(node)
         if found is None or found[1] != "update" or not is_aggregator(found[0].class_name):
             return
@@ -86,10 +87,10 @@ Safe: the weight has the same value and the shape torchmetrics broadcasts it to.
         if weight is None or value is None or not is_python_number(weight.value, ctx):
             return
         fix = None
-        if ctx.is_tensor(value) and ctx.imports.imported("torch"):
-            torch_name = next((k for k, v in ctx.imports.aliases.items() if v == "torch"), "torch")
+        if ctx.is_tensor(value) and ctx.is_imported("torch"):
+            torch_name = ctx.alias_of("torch") or "torch"
             replacement = f"{torch_name}.full_like({code(value)}, {code(weight.value)})"
-            fix = FixPlan(self.fix_title, "safe", replacing(weight.value, ctx.statement, replacement))
+            fix = FixPlan(self.fix_title, "safe", replacing(weight.value, ctx.current_statement(), replacement))
         ctx.report(self, weight.value, fix=fix)
 
 

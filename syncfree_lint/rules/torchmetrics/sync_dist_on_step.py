@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.tensors import keyword_value
 from syncfree_lint.rules.base import Rule
 
@@ -71,12 +72,12 @@ def training_step(self, batch, batch_idx):
 No automatic fix: step-level curves change into epoch-level ones.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in ("log", "log_dict")
                 and isinstance(func.value, cst.Name) and func.value.value == "self"):
             return
-        if ctx.function is None or ctx.function.name != "training_step":
+        if ctx.current_function_name() != "training_step":
             return
         sync = keyword_value(node, "sync_dist")
         on_step = keyword_value(node, "on_step")

@@ -5,7 +5,8 @@ from typing import Optional
 
 import libcst as cst
 
-from syncfree_lint.analysis.tensors import is_cpu_device, keyword_value, positional
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.tensors import keyword_value, positional
 from syncfree_lint.rules.base import method_call
 
 #: ``.to(<dtype>)`` names: a cast, not a move
@@ -13,7 +14,7 @@ _DTYPE_WORDS = frozenset({"float16", "bfloat16", "float32", "float64", "float", 
                           "int64", "int32", "bool", "uint8", "int8", "complex64"})
 
 
-def device_target(node: cst.Call, ctx) -> Optional[cst.BaseExpression]:
+def device_target(node: cst.Call, ctx: SemanticModel) -> Optional[cst.BaseExpression]:
     """The accelerator ``node`` moves its receiver to: the argument of ``.to(...)`` (``node`` itself
     for ``.cuda()``), or None when it is not a move to an accelerator (a cast, the CPU)."""
     name = method_call(node)
@@ -23,7 +24,7 @@ def device_target(node: cst.Call, ctx) -> Optional[cst.BaseExpression]:
         return None
     device = keyword_value(node, "device")
     target = device if device is not None else positional(node, 0)
-    if target is None or is_cpu_device(target, ctx.imports):
+    if target is None or ctx.is_cpu_device(target):
         return None
     if isinstance(target, cst.Attribute) and target.attr.value in _DTYPE_WORDS:
         return None

@@ -4,9 +4,10 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.tensors import is_cpu_device, is_true, keyword_value, positional
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.tensors import is_true, keyword_value, positional
+from syncfree_lint.edits import FixPlan
 from syncfree_lint.fixes import pinned_transfer
-from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 
@@ -64,7 +65,7 @@ Safe: `non_blocking=True` is added where the loop's loader is built in the same 
 """
     fix_title = "copy from pinned memory without waiting: `non_blocking=True`"
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         name = method_call(node)
         if name not in ("to", "cuda"):
             return
@@ -76,11 +77,10 @@ Safe: `non_blocking=True` is added where the loop's loader is built in the same 
         if name == "to":
             device = keyword_value(node, "device")
             target = device if device is not None else positional(node, 0)
-            if target is None or is_cpu_device(target, ctx.imports):
+            if target is None or ctx.is_cpu_device(target):
                 return
             if isinstance(target, cst.Attribute) and target.attr.value in ("float16", "bfloat16", "float32", "float", "half",
                                                                           "long", "int"):
                 return
-        scopes = ([ctx.function.node] if ctx.function is not None else []) + [ctx.module]
-        build = pinned_transfer.builder(node, [loop.node for loop in ctx.loops], scopes, ctx.state(self).setdefault("scopes", {}))
+        build = pinned_transfer.builder(node, ctx.enclosing_loops(), ctx.enclosing_scopes(), ctx.state(self).setdefault("scopes", {}))
         ctx.report(self, node, fix=FixPlan(self.fix_title, "safe", build))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule, receiver
 from syncfree_lint.rules.transfers._common import device_target
 
@@ -84,7 +85,7 @@ for x, y in loader:
 No automatic fix.
 """
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if device_target(node, ctx) is None:
             return
         if ctx.kind(receiver(node)) == tensors.HOST_TENSOR:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.tensors import is_cpu_device, keyword_value, positional
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.tensors import keyword_value, positional
+from syncfree_lint.edits import FixPlan
 from syncfree_lint.fixes import scalar_tensor
-from syncfree_lint.fixes.plan import FixPlan
 from syncfree_lint.rules.base import Rule
 
 
@@ -84,18 +85,17 @@ Lists and arrays have no automatic fix: hoisting needs the data to be step-invar
 """
     fix_title = "fill on the device: `torch.full((), x, device=d)`, no host copy"
 
-    def check(self, node: cst.Call, ctx) -> None:
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if not isinstance(node.func, (cst.Attribute, cst.Name)):
             return
         qual = ctx.qualname(node.func)
         if qual not in ("torch.tensor", "torch.as_tensor", "torch.asarray"):
             return
         device = keyword_value(node, "device")
-        if device is None or is_cpu_device(device, ctx.imports):
+        if device is None or ctx.is_cpu_device(device):
             return
         data = positional(node, 0)
         if data is None or ctx.kind(data) in tensors.DEVICE_TENSORS:
             return
-        scope = ctx.function.node if ctx.function is not None else ctx.module
-        fix = FixPlan(self.fix_title, "safe", scalar_tensor.builder(node, scope, ctx.state(self).setdefault("scopes", {})))
+        fix = FixPlan(self.fix_title, "safe", scalar_tensor.builder(node, ctx.current_scope(), ctx.state(self).setdefault("scopes", {})))
         ctx.report(self, node, "function", fix=fix, function=qual.split(".")[-1])

@@ -1,0 +1,91 @@
+"""The walk's answers to the ``SemanticModel`` questions that read where it is and what it has
+seen (``analysis.model``); the questions about values (``kind``, ``qualname``, ``report``) live
+with the walk in ``analysis.module``. Mixed into ``ModuleAnalysis``; reads, never writes.
+"""
+from __future__ import annotations
+
+from typing import FrozenSet, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.filefacts import Finding
+from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.instances import ClassRef, InstanceTable
+from syncfree_lint.analysis.metric_sites import MetricSite
+from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
+
+
+class AnswersMixin:
+    """Needs the walk's state (set by ``ModuleAnalysis.__init__`` and kept by the walk)."""
+
+    source: str
+    module: cst.Module
+    imports: ImportMap
+    function: Optional[FunctionFrame]
+    statement: Optional[cst.CSTNode]
+    loops: List[LoopFrame]
+    findings: List[Finding]
+    all_metric_sites: List[MetricSite]
+    metric_escapes: Set[str]
+    instances: InstanceTable
+    class_frame: Optional[ClassFrame]
+    _prefix: List[str]
+
+    # objects
+    def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassRef]:
+        """The class ``expr`` is an instance of, when the code says (``meter = Meter()``,
+        ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
+        if isinstance(expr, cst.Name):
+            return self.instances.lookup(".".join(self._prefix), expr.value)
+        name = dotted(expr) if isinstance(expr, cst.Attribute) else None
+        if name is not None and name.startswith("self.") and self.class_frame is not None:
+            found = self.class_frame.attr_classes.get(name)
+            return ClassRef(*found) if found is not None else None
+        return None
+
+
+    # imports
+    def is_imported(self, name: str) -> bool:
+        return self.imports.imported(name)
+
+    def alias_of(self, qualname: str) -> Optional[str]:
+        return next((local for local, target in self.imports.aliases.items() if target == qualname), None)
+
+    def origin_of(self, name: str) -> Optional[str]:
+        return self.imports.aliases.get(name)
+
+    def import_statement(self, name: str) -> Optional[cst.CSTNode]:
+        return self.imports.sources.get(name)
+
+    def is_cpu_device(self, expr: cst.BaseExpression) -> bool:
+        return tensors.is_cpu_device(expr, self.imports)
+
+    # where the walk is
+    def current_statement(self) -> Optional[cst.CSTNode]:
+        return self.statement
+
+    def current_function_name(self) -> Optional[str]:
+        return self.function.name if self.function is not None else None
+
+    def current_scope(self) -> cst.CSTNode:
+        return self.function.node if self.function is not None else self.module
+
+    def enclosing_scopes(self) -> Tuple[cst.CSTNode, ...]:
+        return (self.function.node, self.module) if self.function is not None else (self.module,)
+
+    def enclosing_loops(self) -> Tuple[cst.CSTNode, ...]:
+        return tuple(loop.node for loop in self.loops)
+
+    def source_text(self) -> str:
+        return self.source
+
+    # what it has seen
+    def metric_constructions(self) -> Tuple[MetricSite, ...]:
+        return tuple(self.all_metric_sites)
+
+    def escaped_metrics(self) -> FrozenSet[str]:
+        return frozenset(self.metric_escapes)
+
+    def findings_so_far(self) -> Tuple[Finding, ...]:
+        return tuple(self.findings)
