@@ -14,7 +14,7 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import LIBRARY_HEADS, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import InstanceTable, annotated_class, constructed_class
+from syncfree_lint.analysis.instances import InstanceTable, ScopedNames, annotated_class, constructed_class
 from syncfree_lint.analysis.scope import has_modulo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +52,9 @@ class BindingsMixin:
     _prefix: List[str]
     _generators: Dict[str, str]
     instances: InstanceTable
+    callables: ScopedNames["CallRef"]
+    function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
+    wraps_callable: Callable[[cst.Call], bool]
     metric_sites: Dict[str, "MetricSite"]
     all_metric_sites: List["MetricSite"]
     kind: Callable[[cst.BaseExpression], Optional[str]]
@@ -320,11 +323,18 @@ class BindingsMixin:
                 self._evidence(node.args[0].value, tensors.TENSOR)
 
     def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
-        """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``)."""
+        """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
+        ``step = torch.compile(train_step)``: calls of ``step()`` run ``train_step``."""
         scope = ".".join(self._prefix)
         cls = constructed_class(value, self.classes, self.imports)
+        if cls is None and isinstance(value, cst.Call) and value.args and isinstance(value.args[0].value, cst.Name) \
+                and self.wraps_callable(value):
+            cls = self.instances.lookup(scope, value.args[0].value.value)  # `model = torch.compile(model)`
         if cls is not None or self.instances.lookup(scope, name) is not None:
             self.instances.bind(scope, name, cls)
+        function = self.function_value(value)
+        if function is not None or self.callables.lookup(scope, name) is not None:
+            self.callables.bind(scope, name, function)
 
     def _remember_annotated_instance(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
         """``optim: Optimizer`` in a class body (a dataclass field) or ``self.optim: Optimizer = ...``:

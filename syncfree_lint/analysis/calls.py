@@ -7,15 +7,18 @@ defined in this module; imported ones are resolved by the whole run (``analysis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import ClassRef, InstanceTable
+from syncfree_lint.analysis.filefacts import CallSite
+from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames
+from syncfree_lint.analysis.passed_callables import PassedCallables
+from syncfree_lint.knowledge.callables import CALLABLE_WRAPPERS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
+    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement
 
 #: modules whose functions never run user code (no edge is recorded for them)
 LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
@@ -74,6 +77,13 @@ class CallsMixin:
     _prefix: List[str]
     _generators: Dict[str, str]
     instances: InstanceTable
+    callables: ScopedNames["CallRef"]
+    passed_callables: PassedCallables
+    calls: List[CallSite]
+    function: Optional["FunctionFrame"]
+    loops: List["LoopFrame"]
+    placement: Callable[[], "Placement"]
+    statement: Optional[cst.CSTNode]
     _call_args: Sequence[cst.Arg]
 
     def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[CallRef]:
@@ -83,6 +93,9 @@ class CallsMixin:
                 it = self._call_args[0].value.value
                 if it in self._generators:
                     return NameRef(it, prefix)
+            held = self.callables.lookup(prefix, func.value)
+            if held is not None:  # `step(batch)` on `step = torch.compile(train_step)`
+                return held
             instance = self.instances.lookup(prefix, func.value)
             if instance is not None:  # `criterion(x, y)` on `criterion = PairLoss()`
                 return method_ref(instance, "__call__")
@@ -91,9 +104,9 @@ class CallsMixin:
             return NameRef(func.value, prefix)
         if isinstance(func, cst.Attribute):
             if isinstance(func.value, cst.Name) and func.value.value == "self" and self.class_frame is not None:
-                held = self.class_frame.attr_classes.get(f"self.{func.attr.value}")
-                if held is not None:  # `self.loss_fn(x)` on `self.loss_fn = PairLoss()`: its __call__
-                    return method_ref(ClassRef(*held), "__call__")
+                attribute_class = self.class_frame.attr_classes.get(f"self.{func.attr.value}")
+                if attribute_class is not None:  # `self.loss_fn(x)` on `self.loss_fn = PairLoss()`: its __call__
+                    return method_ref(ClassRef(*attribute_class), "__call__")
                 return SelfRef(self.class_frame.qualname, func.attr.value)
             if isinstance(func.value, cst.Name):
                 instance = self.instances.lookup(prefix, func.value.value)
@@ -112,6 +125,48 @@ class CallsMixin:
                 return DottedRef(qual or text)
             return NameRef(text, prefix)  # Class.static_method() of this module
         return None
+
+    def function_value(self, expr: cst.BaseExpression) -> Optional[CallRef]:
+        """The function ``expr`` stands for as a value: a local function (``train_step``), a bound
+        method (``self.to_device``), a name bound to one, or a wrapper of one
+        (``torch.compile(step)``, ``functools.partial(step, model=m)``)."""
+        prefix = ".".join(self._prefix)
+        if isinstance(expr, cst.Name):
+            held = self.callables.lookup(prefix, expr.value)
+            if held is not None:
+                return held
+            ref: CallRef = NameRef(expr.value, prefix)
+            return ref if self.resolve_local(ref) else None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            if expr.value.value == "self" and self.class_frame is not None:
+                ref = SelfRef(self.class_frame.qualname, expr.attr.value)
+                return ref if self.resolve_local(ref) else None
+            instance = self.instances.lookup(prefix, expr.value.value)
+            if instance is not None:  # `callback=meter.update`
+                return method_ref(instance, expr.attr.value)
+            return None
+        if isinstance(expr, cst.Call) and expr.args and self.wraps_callable(expr):
+            return self.function_value(expr.args[0].value)
+        return None
+
+    def wraps_callable(self, call: cst.Call) -> bool:
+        """``torch.compile(f)``, ``functools.partial(f, ...)``: a callable that runs its first argument."""
+        func = call.func
+        return isinstance(func, (cst.Name, cst.Attribute)) and (self.imports.qualname(func) or "") in CALLABLE_WRAPPERS
+
+    def _passed_functions(self, node: cst.Call, ref: Optional[CallRef]) -> None:
+        """A function handed to a call as a value (``map(self.to_device, xs)``,
+        ``checkpoint(self.block, x)``, ``apply(fn=step)``) may run during that call; handed to a
+        function of this file, it runs where that function calls the parameter (``passed_callables``)."""
+        if ref is not None:
+            self.passed_callables.function_passed(ref, node.args, self.function_value)
+        if self.function is None and not self.loops:
+            return
+        for arg in node.args:
+            if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                passed = self.function_value(arg.value)
+                if passed is not None:
+                    self.calls.append(CallSite(self.placement(), passed, self.statement))
 
     def _iterated_function(self, iterable: cst.BaseExpression) -> Optional[CallRef]:
         """A generator run by the loop: ``for b in batches():``, ``for b in it`` (it = batches()),

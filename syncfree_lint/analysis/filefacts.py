@@ -6,13 +6,15 @@ trees, only strings and numbers. Function ids are ``path::qualname``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from syncfree_lint.analysis.calls import CallRef
 from syncfree_lint.analysis.scope import STEP, Placement
 from syncfree_lint.diagnostic import Diagnostic
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.calls import CallRef
 
 Hop = Tuple[str, str]  # (where: "path:line", what: "step loop" / "helper()"), a link of a reach chain
 #: the kinds of one call's arguments: (positional kinds up to the first ``*args``, (keyword, kind) pairs)

@@ -10,7 +10,7 @@ result stays unknown). ``self.x = Cls()`` attributes live on the class frame
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Container, Dict, Optional, Tuple
+from typing import Container, Dict, Generic, Optional, Tuple, TypeVar
 
 import libcst as cst
 
@@ -59,21 +59,29 @@ def annotated_class(annotation: Optional[cst.Annotation], classes: Container[str
     return class_named(node, classes, imports)
 
 
-class InstanceTable:
-    """Names bound to instances, per scope (a function's dotted prefix; "" is the module)."""
+HeldT = TypeVar("HeldT")
+
+
+class ScopedNames(Generic[HeldT]):
+    """What names hold, per scope (a function's dotted prefix; "" is the module): an instance's
+    class (``InstanceTable``), or the function a name stands for (``step = torch.compile(train_step)``)."""
 
     def __init__(self) -> None:
-        self._by_scope: Dict[Tuple[str, str], Optional[ClassRef]] = {}
+        self._by_scope: Dict[Tuple[str, str], Optional[HeldT]] = {}
 
-    def bind(self, scope: str, name: str, cls: Optional[ClassRef]) -> None:
-        """``name`` now holds an instance of ``cls`` (None: something else, which hides an outer one)."""
-        self._by_scope[(scope, name)] = cls
+    def bind(self, scope: str, name: str, held: Optional[HeldT]) -> None:
+        """``name`` now holds ``held`` (None: something else, which hides an outer binding)."""
+        self._by_scope[(scope, name)] = held
 
-    def lookup(self, scope: str, name: str) -> Optional[ClassRef]:
-        """The class of ``name`` seen from ``scope``, looking outwards to the module."""
+    def lookup(self, scope: str, name: str) -> Optional[HeldT]:
+        """What ``name`` holds seen from ``scope``, looking outwards to the module."""
         parts = scope.split(".") if scope else []
         for depth in range(len(parts), -1, -1):
             key = (".".join(parts[:depth]), name)
             if key in self._by_scope:
                 return self._by_scope[key]
         return None
+
+
+#: names bound to instances of known classes
+InstanceTable = ScopedNames[ClassRef]

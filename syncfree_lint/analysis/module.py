@@ -24,7 +24,8 @@ from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import InstanceTable
+from syncfree_lint.analysis.instances import InstanceTable, ScopedNames
+from syncfree_lint.analysis.passed_callables import PassedCallables
 from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.model import Checker, Keyed, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
@@ -109,6 +110,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._prefix: List[str] = []
         self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
         self.instances = InstanceTable()  # names holding instances of known classes (``analysis.instances``)
+        self.callables: ScopedNames[CallRef] = ScopedNames()  # names standing for functions (``step = compile(f)``)
+        self.passed_callables = PassedCallables()  # functions handed to parameters that are called
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
         self.metric_escapes: Set[str] = set()
@@ -163,6 +166,10 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
     # ------------------------------------------------------------------ the walk
     def run(self) -> None:
         self._visit_body(self.module.body)
+        for site in self.passed_callables.sites(self.resolve_local, self.functions):
+            self.calls.append(site)
+            if site.placement.loops:  # `for b in loader: step_fn(b)` steps when `step_fn` does
+                self._loop_calls.append((site.placement.loops[-1], site.ref))
         self._settle_loops()
         self.statement = None
         for rule in self._rules_in_order:
@@ -418,6 +425,10 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
             self.calls.append(site)
             if self.loops:
                 self._loop_calls.append((self.loops[-1], ref))
+        if not self.wraps_callable(node):
+            self._passed_functions(node, ref)
+        if isinstance(func, cst.Name) and self.function is not None:
+            self.passed_callables.parameter_called(self.function, func.value, self.placement(), self.statement)
         self._children(node)
 
     def _comp_for(self, node: cst.CompFor) -> None:

@@ -1,0 +1,85 @@
+"""Functions handed to a parameter that the callee calls: ``run(train_step)`` with
+``def run(step_fn): for batch in loader: step_fn(batch)`` runs ``train_step`` once per batch.
+
+The walk records where each function calls one of its own parameters, and which functions each
+call passes into which parameters of this file's functions; ``sites`` joins the two into call
+sites placed where the parameter is called (in a step loop: a step; elsewhere in the callee: as
+often as the callee runs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis.filefacts import CallSite
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.calls import CallRef
+    from syncfree_lint.analysis.scope import FunctionFrame, Placement
+
+
+@dataclass
+class PassedCallables:
+    #: (function qualname, parameter) -> where the function calls that parameter
+    called: Dict[Tuple[str, str], List[Tuple["Placement", Optional[cst.CSTNode]]]] = field(default_factory=dict)
+    #: (callee reference, argument position or keyword, the function passed)
+    passed: List[Tuple["CallRef", object, "CallRef"]] = field(default_factory=list)
+
+    def parameter_called(self, frame: "FunctionFrame", name: str, placement: "Placement",
+                         statement: Optional[cst.CSTNode]) -> None:
+        if name in parameter_names(frame):
+            self.called.setdefault((frame.qualname, name), []).append((placement, statement))
+
+    def function_passed(self, callee: "CallRef", args: Sequence[cst.Arg], value_of: Callable[[cst.BaseExpression],
+                        Optional["CallRef"]]) -> None:
+        position = 0
+        for arg in args:
+            if arg.star:
+                break
+            slot: object = arg.keyword.value if arg.keyword is not None else position
+            if arg.keyword is None:
+                position += 1
+            if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
+                function = value_of(arg.value)
+                if function is not None:
+                    self.passed.append((callee, slot, function))
+
+    def sites(self, resolve: Callable[["CallRef"], List[str]], functions: Dict[str, "FunctionFrame"]) -> List[CallSite]:
+        """Call sites of the passed functions, where their parameters are called."""
+        out: List[CallSite] = []
+        if not self.called:
+            return out
+        for callee, slot, function in self.passed:
+            for qualname in resolve(callee):
+                frame = functions.get(qualname)
+                if frame is None:
+                    continue
+                name = slot if isinstance(slot, str) else _positional(frame, slot, bound=_is_method_call(callee))
+                for placement, statement in self.called.get((qualname, name or ""), ()):
+                    out.append(CallSite(placement, function, statement))
+        return out
+
+
+def parameter_names(frame: "FunctionFrame") -> List[str]:
+    node = frame.node
+    if not isinstance(node, cst.FunctionDef):
+        return []
+    params = node.params
+    return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+
+
+def _positional(frame: "FunctionFrame", index: object, bound: bool) -> Optional[str]:
+    node = frame.node
+    if not isinstance(node, cst.FunctionDef) or not isinstance(index, int):
+        return None
+    names = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+    if bound and frame.class_frame is not None:
+        names = names[1:]
+    return names[index] if index < len(names) else None
+
+
+def _is_method_call(ref: "CallRef") -> bool:
+    from syncfree_lint.analysis.calls import SelfRef
+    return isinstance(ref, SelfRef)

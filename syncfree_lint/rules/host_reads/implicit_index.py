@@ -1,0 +1,94 @@
+"""SFL112: a tensor where Python needs an int (a slice bound, ``range()``), converted implicitly."""
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.rules.base import Rule
+
+
+class ImplicitIndex(Rule[cst.CSTNode]):
+    code = "SFL112"
+    name = "tensor-as-python-int"
+    messages = {
+        "default": "a tensor used as a slice bound is converted to a Python int: the host waits for the GPU; "
+                   "slice with a host int (a length you already know) or mask on device",
+        "range": "`range()` of a tensor converts it to a Python int: the host waits for the GPU; loop over a host "
+                 "count, or vectorise",
+    }
+    node_types = (cst.Slice, cst.Call)
+    invalid = (
+        """
+        def train(model, loader, optimizer):
+            for tokens, lengths in loader:
+                longest = lengths.max()
+                out = model(tokens[:, :longest])
+                out.mean().backward()
+                optimizer.step()
+        """,
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                out = model(x)
+                count = (y > 0).sum()
+                for i in range(count):
+                    out = out + i
+                out.mean().backward()
+                optimizer.step()
+        """,
+    )
+    valid = (
+        """
+        def train(model, loader, optimizer, max_len):
+            for tokens, lengths in loader:
+                out = model(tokens[:, :max_len])
+                out.mean().backward()
+                optimizer.step()
+        """,
+        """
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                out = model(x)
+                for i in range(x.shape[0]):
+                    out = out + i
+                out.mean().backward()
+                optimizer.step()
+        """,
+    )
+    doc = """
+## What it does
+Flags a tensor used where Python needs an `int`, inside a step: a slice bound
+(`x[:, :lengths.max()]`, `seq[: batch["len"][i]]`) and an argument of `range()`. An index that is
+itself a tensor (`x[idx]`, advanced indexing) is not flagged: it stays on the device.
+
+## Why it syncs
+Python converts the bound with `__index__`, which reads the tensor's value on the host: the
+CPU waits for every kernel queued before it, exactly like `int(t)`.
+
+## Example
+```python
+for tokens, lengths in loader:
+    out = model(tokens[:, : lengths.max()])
+```
+
+## Use instead
+```python
+for tokens, lengths in loader:              # pad to a fixed length, or take the length on the host
+    out = model(tokens, attention_mask=positions < lengths[:, None])
+```
+
+## Fix safety
+No automatic fix.
+"""
+
+    def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
+        if isinstance(node, cst.Slice):
+            for bound in (node.lower, node.upper, node.step):
+                if bound is not None and ctx.is_tensor(bound):
+                    ctx.report(self, bound)
+                    return
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range" \
+                and not ctx.is_imported("range"):
+            if any(not arg.keyword and ctx.is_tensor(arg.value) for arg in node.args):
+                ctx.report(self, node, "range")
