@@ -21,6 +21,10 @@ LOADER_WORDS = ("loader", "dataloader", "data_iter", "dataiter", "loaders")
 #: parts of a flag's name that say the branch only logs (``if args.with_tracking:``)
 LOGGING_FLAG_WORDS = (
     "track", "tracking", "report", "log", "logging", "verbose", "wandb", "tensorboard", "print",
+    # periodic work that a run does between steps, not in every one: plotting, evaluating, checkpointing
+    # (``if plots:``, ``if self.validator.should_validate(step):``, ``if should_checkpoint:``)
+    "plot", "plots", "plotting", "visualize", "visualise", "validate", "validation", "checkpoint", "checkpointing",
+    "ckpt",
 )
 #: parts of a flag's name that say the branch is off unless asked for (``if args.synchronize_step:``)
 OPT_IN_FLAG_WORDS = (

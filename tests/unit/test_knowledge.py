@@ -44,6 +44,11 @@ def test_loader_names(name: str, expected: bool) -> None:
     ("debugger_port", facts.OPT_IN_FLAG_WORDS, False),
     ("args.distributed", facts.OPT_IN_FLAG_WORDS + facts.LOGGING_FLAG_WORDS, False),
     ("use_amp", facts.OPT_IN_FLAG_WORDS + facts.LOGGING_FLAG_WORDS, False),
+    ("plots", facts.LOGGING_FLAG_WORDS, True),
+    ("self.validator.should_validate", facts.LOGGING_FLAG_WORDS, True),
+    ("should_checkpoint", facts.LOGGING_FLAG_WORDS, True),
+    ("plotly_theme", facts.LOGGING_FLAG_WORDS, False),
+    ("invalidate_cache", facts.LOGGING_FLAG_WORDS, False),
 ])
 def test_flag_words_match_whole_name_parts(name: str, words, expected: bool) -> None:
     assert facts.words_match(name, words) is expected

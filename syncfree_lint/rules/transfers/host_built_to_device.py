@@ -59,7 +59,9 @@ class HostBuiltToDevice(Rule[cst.Call]):
 Flags `.to(<accelerator>)` and `.cuda()` inside a step on a tensor that the code built on the
 host: a factory without `device=` (`torch.arange(n)`, `torch.ones(k)`, `torch.Tensor([...])`),
 `torch.from_numpy(...)`, and arithmetic on them (`torch.exp(-k * torch.arange(n)).to(device)`).
-Batches from a data loader are not flagged here (SFL402, opt-in, covers their copies).
+Batches from a data loader are not flagged here (SFL402, opt-in, covers their copies), nor a
+tensor held by an object (`self.table.to(device)`): it is kept across steps, and once moved,
+`.to()` costs nothing.
 
 ## Why it syncs
 The tensor is created in pageable host memory and copied to the device every step. A copy from
@@ -88,5 +90,16 @@ No automatic fix.
     def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if device_target(node, ctx) is None:
             return
-        if ctx.kind(receiver(node)) == tensors.HOST_TENSOR:
+        moved = receiver(node)
+        if _held_by_object(moved):
+            return  # `self.table.to(dev)`: kept across steps, moved once in practice (`.to()` of a moved tensor is free)
+        if ctx.kind(moved) == tensors.HOST_TENSOR:
             ctx.report(self, node, method=node.func.attr.value)  # type: ignore[attr-defined]
+
+
+def _held_by_object(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+        if isinstance(expr, cst.Name) and expr.value == "self":
+            return True
+    return False
