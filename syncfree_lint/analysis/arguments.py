@@ -27,6 +27,7 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
+from syncfree_lint.analysis.instances import ClassRef, class_of_kind, object_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
@@ -57,6 +58,8 @@ class ArgumentsMixin:
     unknown_reads: Set[Tuple[str, str]]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     resolve_local: Callable[[CallRef], List[str]]
+    instance_class: Callable[[cst.BaseExpression], Optional[ClassRef]]
+    module_name: str
 
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
         if not args:
@@ -76,6 +79,8 @@ class ArgumentsMixin:
                 break
             value = arg.value
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
+            if kind is None:
+                kind = self._object_kind(value)
             if arg.keyword is not None:
                 keywords.append((arg.keyword.value, kind))
             elif not keywords:
@@ -85,6 +90,15 @@ class ArgumentsMixin:
         elif any(k not in (None, _UNKNOWN_REST) for k in positional + [k for _, k in keywords]):
             assert isinstance(ref, DottedRef)  # for the type checker
             self.calls_out.append((ref.qualname, (tuple(positional), tuple(keywords)), self.placement()))  # for others
+
+    def _object_kind(self, value: cst.BaseExpression) -> Optional[str]:
+        """``train(..., logger)`` with ``logger = RunLogger()``: the parameter holds a RunLogger."""
+        cls = self.instance_class(value)
+        if cls is None:
+            return None
+        if cls.local:
+            return object_kind(f"{self.module_name}.{cls.name}" if self.module_name else cls.name)
+        return object_kind(cls.name)
 
     def parameter_seeds(self) -> Seeds:
         """Kinds for parameters that every call of this file agrees on (see the module doc)."""
@@ -128,6 +142,8 @@ _MISSING = "-"
 
 def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
     known = {k for k in kinds if k is not None}
+    if len(known) == 1 and class_of_kind(next(iter(known))) is not None:
+        return next(iter(known))  # every call that says passes the same class
     if known and known <= tensors.DEVICE_TENSORS:
         return known.pop() if len(known) == 1 else tensors.TENSOR
     if len(known) == 1 and None not in kinds:
@@ -174,7 +190,7 @@ def worth_another_walk(analysis: "ModuleAnalysis", found: Seeds, used: Seeds) ->
     sets. Other seeds (numbers, modules) ride along when the file is walked again."""
     candidates = [
         qualname for qualname, kinds in found.items() for name, kind in kinds.items()
-        if kind in _DECISIVE and (qualname, name) in analysis.unknown_reads and used.get(qualname, {}).get(name) != kind
+        if (kind in _DECISIVE or class_of_kind(kind) is not None) and (qualname, name) in analysis.unknown_reads and used.get(qualname, {}).get(name) != kind
     ]
     if not candidates:
         return False

@@ -136,7 +136,9 @@ class CallsMixin:
             if held is not None:
                 return held
             ref: CallRef = NameRef(expr.value, prefix)
-            return ref if self.resolve_local(ref) else None
+            if self.resolve_local(ref):
+                return ref
+            return self._imported_function(expr)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             if expr.value.value == "self" and self.class_frame is not None:
                 ref = SelfRef(self.class_frame.qualname, expr.attr.value)
@@ -144,10 +146,19 @@ class CallsMixin:
             instance = self.instances.lookup(prefix, expr.value.value)
             if instance is not None:  # `callback=meter.update`
                 return method_ref(instance, expr.attr.value)
-            return None
+            return self._imported_function(expr)
         if isinstance(expr, cst.Call) and expr.args and self.wraps_callable(expr):
             return self.function_value(expr.args[0].value)
         return None
+
+    def _imported_function(self, expr: cst.BaseExpression) -> Optional[CallRef]:
+        """``evaluate_batch`` or ``steps.evaluate_batch`` imported from the project (the run
+        resolves it; a class or a value of that name resolves to no function)."""
+        text = dotted(expr)
+        if text is None or not self.imports.imported(text.split(".")[0]):
+            return None
+        qual = self.imports.qualname(expr) or text
+        return None if qual.split(".")[0] in LIBRARY_HEADS else DottedRef(qual)
 
     def wraps_callable(self, call: cst.Call) -> bool:
         """``torch.compile(f)``, ``functools.partial(f, ...)``: a callable that runs its first argument."""

@@ -14,7 +14,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
-from syncfree_lint.analysis.instances import InstanceTable, annotated_class
+from syncfree_lint.analysis.instances import InstanceTable, annotated_class, class_of_kind
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
 from syncfree_lint.knowledge import frequency as facts
 
@@ -71,7 +71,9 @@ class DefinitionsMixin:
                 env[pname] = tensors.BATCH
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
-            cls = annotated_class(param.annotation, self.classes, self.imports)
+            cls = annotated_class(param.annotation, self.classes, self.imports) or class_of_kind(env.get(pname))
+            if class_of_kind(env.get(pname)) is not None:
+                env[pname] = None  # the calls pass an instance (``analysis.arguments``): a class, not a value kind
             if cls is not None or self.instances.lookup(qualname, pname) is not None:
                 self.instances.bind(qualname, pname, cls)  # `meter: Meter`; a plain parameter hides an outer name
             if param.default is not None:

@@ -25,6 +25,23 @@ class ClassRef:
     name: str
 
 
+#: how an argument's kind says "an instance of this class" when it crosses to a parameter
+#: (``analysis.arguments``, ``analysis.run_kinds``): the prefix, then the class's dotted name
+OBJECT_KIND_PREFIX = "object:"
+
+
+def object_kind(dotted_class: str) -> str:
+    """The argument kind of an instance of ``dotted_class`` (its module's dotted name first)."""
+    return OBJECT_KIND_PREFIX + dotted_class
+
+
+def class_of_kind(kind: Optional[str]) -> Optional[ClassRef]:
+    """The class an argument kind names, or None for every other kind."""
+    if kind is None or not kind.startswith(OBJECT_KIND_PREFIX):
+        return None
+    return ClassRef(False, kind[len(OBJECT_KIND_PREFIX):])
+
+
 def class_named(expr: cst.BaseExpression, classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:
     """The class ``expr`` names (``Meter``, ``utils.Meter``), when it looks like one."""
     if not isinstance(expr, (cst.Name, cst.Attribute)):

@@ -26,6 +26,7 @@ from typing import Collection, Dict, List, Optional, Sequence, Set, Tuple
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.callgraph import FunctionIndex, build_graph, function_index, lookup, namespace_prefixes
 from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
+from syncfree_lint.analysis.instances import class_of_kind
 
 #: return kinds worth a second walk of the caller: they make reads of the result findings (a
 #: device tensor, or a tuple holding one) or clear them (host arrays and tensors). A module, a
@@ -108,7 +109,10 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
     for facts in all_facts:
         for name, arguments, caller in facts.calls_out:
             if caller != STEP and caller not in reached:
-                continue
+                objects = _objects_only(arguments)  # set-up code passes instances: a class, not a frequency
+                if objects is None:
+                    continue
+                arguments = objects
             targets = lookup(index, name, facts.root)
             for function_id in targets:
                 if function_id in wanting:
@@ -120,7 +124,7 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
                     records.setdefault(target, []).append(arguments)
     out: Dict[str, List[Tuple[str, ArgKinds]]] = {}
     for (path, qualname), calls in sorted(records.items()):
-        if any(_passes_device_tensor(arguments) for arguments in calls):
+        if any(_passes_device_tensor(arguments) or _objects_only(arguments) is not None for arguments in calls):
             out.setdefault(path, []).extend((qualname, arguments) for arguments in sorted(set(calls), key=repr))
     return out
 
@@ -150,3 +154,13 @@ def _in_skipped_file(name: str, skipped: Dict[str, str]) -> Optional[Tuple[str, 
 def _passes_device_tensor(arguments: ArgKinds) -> bool:
     positional, keywords = arguments
     return any(kind in tensors.DEVICE_TENSORS for kind in (*positional, *(kind for _, kind in keywords)))
+
+
+def _objects_only(arguments: ArgKinds) -> Optional[ArgKinds]:
+    """The arguments' instance classes alone (other kinds unknown), or None when there are none."""
+    positional, keywords = arguments
+    kept = tuple(kind if class_of_kind(kind) is not None else None for kind in positional)
+    kept_keywords = tuple((name, kind) for name, kind in keywords if class_of_kind(kind) is not None)
+    if not any(kept) and not kept_keywords:
+        return None
+    return kept, kept_keywords
