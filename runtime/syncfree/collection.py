@@ -9,7 +9,9 @@ states once and every member's value from them, and a sync reduces the shared st
 members never updated (or reset) are grouped, so no accumulated state is lost. Each member's
 value stays what it would be alone; a member updated, reset or loaded on its own (``c["acc"].update``)
 leaves its group with a copy of the states (on the device, no sync), so it counts its own updates
-once, as it would alone. ``compute_groups=False`` turns it off;
+once, as it would alone; ``reset()`` of the collection groups them again. A sync never depends on
+the groups: every member's states travel under the member's own label (another rank may hold the
+group apart), so every rank sends the same buckets, and each member keeps its own synced copy. ``compute_groups=False`` turns it off;
 a list of lists of member names fixes the groups (each must share a key).
 """
 
@@ -271,7 +273,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
 
     # ---- SyncLifecycle ----------------------------------------------------------------
     def sync_parts(self) -> List[SyncPart]:
-        return [SyncPart(f"{name}.", m.state, m.sync_on_compute) for name, m in self._metrics.items()]
+        return [SyncPart(f"{name}.", m.state, m.sync_on_compute, m.sync_token) for name, m in self._metrics.items()]
 
     def _sub_owners(self) -> Sequence[SyncLifecycle]:
         return list(self._metrics.values())
@@ -293,9 +295,12 @@ class MetricCollection(nn.Module, SyncLifecycle):
             m.persistent(mode)
 
     def reset(self) -> None:
+        """Reset every member; members that left their compute group (updated, reset or synced apart)
+        join it again, as they are all neutral now."""
         for m in self._metrics.values():
             m.reset_group()
         self._sync_record.pending = None
+        self._form_groups()
 
     # ---- checkpoint -------------------------------------------------------------------
     def state_dict(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:  # type: ignore[override]

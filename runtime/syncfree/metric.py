@@ -135,6 +135,10 @@ def parse_base_kwargs(owner: str, kwargs: Dict[str, Any]) -> Tuple[Any, bool]:
     return group, sync_on_compute
 
 
+class _SyncToken:
+    """A metric's identity as the holder of a synced copy (kept by pickling and deepcopy, unlike ``id``)."""
+
+
 def _resolve_dtype(dst_type: Any) -> torch.dtype:
     if isinstance(dst_type, str):
         dst_type = getattr(torch, dst_type.replace("torch.", ""), None)
@@ -162,6 +166,7 @@ class Metric(nn.Module, SyncLifecycle):
         self._checks: List[Check] = []
         self.state = MetricState()
         self._sync_record = SyncRecord()
+        self.sync_token = _SyncToken()  # names this metric's synced copy in its (maybe shared) states
         # Constant tensors (also plain attributes, see the module docstring), moved with the metric.
         self._const: Dict[str, Tensor] = {}
 
@@ -210,7 +215,7 @@ class Metric(nn.Module, SyncLifecycle):
 
     def states(self) -> Mapping[str, Tensor]:
         """The states ``compute`` reads: the synced copy after a sync, else the local states."""
-        return self.state.current()
+        return self.state.current(self.sync_token)
 
     @property
     def device(self) -> torch.device:
@@ -278,7 +283,7 @@ class Metric(nn.Module, SyncLifecycle):
         if not torch.compiler.is_compiling():  # a changing int would recompile per call
             state.updates += 1
         self._accumulate(state.view, *args, **kwargs)
-        state.synced = None  # it no longer describes this rank's states
+        state.synced = {}  # it no longer describes this rank's states
         state.pristine = False
 
     def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
@@ -339,7 +344,7 @@ class Metric(nn.Module, SyncLifecycle):
 
     # ---- SyncLifecycle --------------------------------------------------------------------
     def sync_parts(self) -> List[SyncPart]:
-        return [SyncPart("", self.state, self.sync_on_compute)]
+        return [SyncPart("", self.state, self.sync_on_compute, self.sync_token)]
 
     def _results(self, states: List[Mapping[str, Tensor]]) -> Tensor:
         return self._compute(states[0])
@@ -399,6 +404,7 @@ class Metric(nn.Module, SyncLifecycle):
                                       unexpected_keys, error_msgs)
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
+        state.setdefault("sync_token", _SyncToken())
         super().__setstate__(state)
         self._on_apply()
 
