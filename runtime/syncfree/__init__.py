@@ -12,6 +12,8 @@ _SUBMODULE_OF = {
     "to_host": "host",
     "merge_state_dicts": "checkpoint",
     "MetricCollection": "collection",
+    "validate": "validation",
+    "validation_mode": "validation",
     # aggregation
     "MeanMetric": "aggregation",
     "SumMetric": "aggregation",

@@ -28,6 +28,7 @@ from syncfree.distributed import SyncRecord
 from syncfree.host import report_counters
 from syncfree.lifecycle import Counter, SyncLifecycle, SyncPart
 from syncfree.metric import Metric, parse_base_kwargs
+from syncfree.validation import eager as eager_validation
 
 
 def _accepted_kwargs(metric: Metric) -> Optional[set]:
@@ -255,6 +256,8 @@ class MetricCollection(nn.Module, SyncLifecycle):
             for group in self._current_groups():
                 leader = metrics[group[0]]
                 batch = leader.batch_states(*args, **self._member_kwargs(group[0], kwargs))
+                if eager_validation():
+                    leader.check_batch_now(batch)  # syncfree.validate("eager"): raise before merging
                 leader.merge_batch(batch)
                 for name in group:
                     values[name] = metrics[name]._compute(batch)
@@ -282,7 +285,9 @@ class MetricCollection(nn.Module, SyncLifecycle):
         return {self._key(name): m._compute(st) for (name, m), st in zip(self._metrics.items(), states)}
 
     def _counters(self, states: List[Mapping[str, Tensor]]) -> List[Counter]:
-        return [c for m, st in zip(self._metrics.values(), states) for c in m._counters([st])]
+        return [(f"MetricCollection member {name!r} ({metric})", counter, policy, message)
+                for (name, m), st in zip(self._metrics.items(), states)
+                for metric, counter, policy, message in m._counters([st])]
 
     def set_dtype(self, dst_type: Any) -> "MetricCollection":
         """``Metric.set_dtype`` for every member."""

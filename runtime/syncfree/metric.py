@@ -32,8 +32,11 @@ from the reduced copy without storing it; the local states are unchanged.
 
 Errors: what can be known without reading device data (argument values, shapes, dtypes) raises
 at ``update``, as torchmetrics does. Value errors (labels out of range, non-integral float labels,
-NaN) cannot be known without a host sync: they are counted on the device and reported by
-:func:`syncfree.to_host` or ``compute(check=True)`` (raise or warn per the metric's policy).
+NaN) cannot be known without a host sync: they are counted on the device and reported where the
+host reads values anyway, in the same transfer: :func:`syncfree.to_host`, ``compute(check=True)``,
+:class:`syncfree.lightning.EpochMetrics` (raise or warn per the metric's policy). Under
+``syncfree.validate("eager")`` (tests, debugging; a host sync per update) ``update`` and
+``forward`` raise at once, before the batch touches the states (see :mod:`syncfree.validation`).
 
 Checkpoints (``state_dict``/``load_state_dict``, the ``torch.distributed.checkpoint`` Stateful
 protocol) hold this rank's local states; see :mod:`syncfree.checkpoint` for the multi-rank scheme.
@@ -47,6 +50,7 @@ import torch
 from torch import Tensor, nn
 
 from syncfree import checkpoint as _ckpt
+from syncfree import validation as _validation
 from syncfree.distributed import SyncRecord
 from syncfree.host import report_counters
 from syncfree.lifecycle import Counter, SyncLifecycle, SyncPart
@@ -279,6 +283,11 @@ class Metric(nn.Module, SyncLifecycle):
     def update_group(self, *args: Any, **kwargs: Any) -> None:
         """``update`` of the states this metric holds, also when a compute group shares them (what
         a collection calls once per group)."""
+        if not torch.compiler.is_compiling() and _validation.eager():
+            batch = self.batch_states(*args, **kwargs)
+            self.check_batch_now(batch)  # raises before the batch touches the states
+            self.merge_batch(batch)
+            return
         state = self.state
         if not torch.compiler.is_compiling():  # a changing int would recompile per call
             state.updates += 1
@@ -307,8 +316,15 @@ class Metric(nn.Module, SyncLifecycle):
         if self.state.owners > 1:
             self._own_state()
         batch = self.batch_states(*args, **kwargs)
+        if not torch.compiler.is_compiling() and _validation.eager():
+            self.check_batch_now(batch)
         self.merge_batch(batch)
         return self._compute(batch)
+
+    def check_batch_now(self, batch: Mapping[str, Tensor]) -> None:
+        """Read the check counters of one batch (from :meth:`batch_states`) to the host and raise or
+        warn now: the ``syncfree.validate("eager")`` mode (a host sync, for tests and debugging)."""
+        report_counters(self._counters([batch]))
 
     def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
         """Reduce a batch's states (from :meth:`batch_states`) into the local states."""
