@@ -5,14 +5,15 @@ Compute groups: members whose updates fill their states alike (equal
 arguments, e.g. ``MulticlassAccuracy``, ``MulticlassPrecision``, ``MulticlassRecall`` and
 ``MulticlassF1Score`` of one ``num_classes``) hold ONE :class:`~syncfree.state.MetricState`: the
 collection's ``update`` runs the first member's update only, ``forward`` computes the batch's
-states once and every member's value from them, and a sync reduces the shared states once. Only
-members never updated (or reset) are grouped, so no accumulated state is lost. Each member's
-value stays what it would be alone; a member updated, reset or loaded on its own (``c["acc"].update``)
-leaves its group with a copy of the states (on the device, no sync), so it counts its own updates
-once, as it would alone; ``reset()`` of the collection groups them again. A sync never depends on
-the groups: every member's states travel under the member's own label (another rank may hold the
-group apart), so every rank sends the same buckets, and each member keeps its own synced copy. ``compute_groups=False`` turns it off;
-a list of lists of member names fixes the groups (each must share a key).
+states once and every member's value from them. Only members never updated (or reset) are
+grouped, so no accumulated state is lost. Each member's value stays what it would be alone; a
+member updated, reset or loaded on its own (``c["acc"].update``) leaves its group with a copy of
+the states (on the device, no sync), so it counts its own updates once, as it would alone;
+``reset()`` of the collection groups them again. A sync never depends on the groups: every
+member's states travel under the member's own label (another rank may hold the group apart), so
+every rank sends the same buckets, and each member keeps its own synced copy.
+``compute_groups=False`` turns grouping off; a list of lists of member names fixes the groups
+(each must share a key).
 """
 
 from __future__ import annotations
