@@ -56,6 +56,7 @@ _SUBMODULE_OF = {
     "MultilabelSpecificity": "multilabel",
     "MultilabelStatScores": "multilabel",
     "MultilabelJaccardIndex": "multilabel",
+    "MultilabelConfusionMatrix": "multilabel",
     # binned curves
     "BinaryROC": "curves",
     "BinaryPrecisionRecallCurve": "curves",

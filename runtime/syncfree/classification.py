@@ -414,11 +414,15 @@ class F1Score:
 
 
 class ConfusionMatrix:
-    """``ConfusionMatrix(task=...)`` builds a binary or multiclass confusion matrix."""
+    """``ConfusionMatrix(task=...)`` builds a binary, multiclass or multilabel confusion matrix."""
 
     def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                 num_labels: Optional[int] = None, normalize: Optional[str] = None,
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("ConfusionMatrix", task, multilabel=False) == "binary":
+        task = _task("ConfusionMatrix", task)
+        if task == "multilabel":
+            return _multilabel("ConfusionMatrix", num_labels, threshold, ignore_index, normalize, validate_args,
+                               **kwargs)
+        if task == "binary":
             return BinaryConfusionMatrix(threshold, ignore_index, normalize, validate_args, **kwargs)
         return MulticlassConfusionMatrix(num_classes, ignore_index, normalize, validate_args, **kwargs)

@@ -95,6 +95,8 @@ METRICS = {
     "MultilabelSpecificity": (lambda: syncfree.MultilabelSpecificity(C), "multilabel"),
     "MultilabelStatScores": (lambda: syncfree.MultilabelStatScores(C), "multilabel"),
     "MultilabelJaccardIndex": (lambda: syncfree.MultilabelJaccardIndex(C), "multilabel"),
+    "MultilabelConfusionMatrix-true": (
+        lambda: syncfree.MultilabelConfusionMatrix(C, normalize="true", ignore_index=-1), "multilabel"),
     "Accuracy-multilabel": (lambda: syncfree.Accuracy(task="multilabel", num_labels=C), "multilabel"),
     "F1Score-multilabel": (lambda: syncfree.F1Score(task="multilabel", num_labels=C), "multilabel"),
     "Specificity": (lambda: syncfree.Specificity(task="multiclass", num_classes=C), "multiclass"),
