@@ -18,6 +18,7 @@ every rank sends the same buckets, and each member keeps its own synced copy.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
@@ -93,6 +94,16 @@ class MetricCollection(nn.Module, SyncLifecycle):
         self._group_spec = _check_compute_groups(compute_groups)
         self._groups: List[List[str]] = []  # member names; the first one's update serves the group
         self.add_metrics(metrics, *additional_metrics)
+
+    def clone(self, prefix: Optional[str] = None, postfix: Optional[str] = None) -> "MetricCollection":
+        """An independent copy (members and compute groups deep-copied, no sync in flight); a given
+        ``prefix``/``postfix`` replaces this one's, as torchmetrics' ``clone``."""
+        twin = copy.deepcopy(self)
+        if prefix:
+            twin.prefix = self._check_fix("prefix", prefix)
+        if postfix:
+            twin.postfix = self._check_fix("postfix", postfix)
+        return twin
 
     @staticmethod
     def _check_fix(what: str, value: Optional[str]) -> Optional[str]:

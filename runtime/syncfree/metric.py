@@ -44,6 +44,7 @@ protocol) hold this rank's local states; see :mod:`syncfree.checkpoint` for the 
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
@@ -157,6 +158,7 @@ class Metric(nn.Module, SyncLifecycle):
     # torchmetrics compatibility attributes.
     full_state_update = False
     is_differentiable = False
+    higher_is_better: Optional[bool] = None  # True/False on the metrics where torchmetrics says so
     # The attributes ``_accumulate`` reads besides its arguments and states. Two metrics of one
     # ``_accumulate``, one state layout and equal values of these attributes fill their states alike,
     # so a MetricCollection updates them once (a compute group). None: the metric never shares.
@@ -234,6 +236,16 @@ class Metric(nn.Module, SyncLifecycle):
     def update_count(self) -> int:
         """Host-side count of ``update``/``forward`` calls into these states (no sync; eager mode)."""
         return self.state.updates
+
+    @property
+    def update_called(self) -> bool:
+        """Whether the states took a batch (or a checkpoint) since construction or the last ``reset``
+        (torchmetrics' ``update_called``; host-side, no sync)."""
+        return not self.state.pristine
+
+    def clone(self) -> "Metric":
+        """An independent copy (``copy.deepcopy``: states copied on their device, no sync in flight)."""
+        return copy.deepcopy(self)
 
     def compute_group_key(self) -> Optional[Hashable]:
         """Equal keys: the metrics' updates fill their states alike (see ``_update_attributes``)."""

@@ -139,6 +139,7 @@ def _beta(owner: str, beta: Any) -> float:
 
 class MultilabelAccuracy(_MultilabelStatScores):
     """Per-label accuracy (tp + tn) / all, averaged (micro: over every label and sample)."""
+    higher_is_better = True
 
     _kind = "accuracy"
 
@@ -150,6 +151,7 @@ class MultilabelAccuracy(_MultilabelStatScores):
 
 class MultilabelPrecision(_MultilabelStatScores):
     """Per-label precision tp / (tp + fp), averaged."""
+    higher_is_better = True
 
     _kind = "precision"
 
@@ -161,6 +163,7 @@ class MultilabelPrecision(_MultilabelStatScores):
 
 class MultilabelRecall(_MultilabelStatScores):
     """Per-label recall tp / (tp + fn), averaged."""
+    higher_is_better = True
 
     _kind = "recall"
 
@@ -194,6 +197,7 @@ class MultilabelStatScores(_MultilabelStatScores):
 
 class MultilabelF1Score(_MultilabelStatScores):
     """Per-label F1, averaged."""
+    higher_is_better = True
 
     _kind = "fbeta"
 
@@ -206,6 +210,7 @@ class MultilabelF1Score(_MultilabelStatScores):
 
 class MultilabelFBetaScore(_MultilabelStatScores):
     """Per-label F-beta, averaged."""
+    higher_is_better = True
 
     _kind = "fbeta"
 
@@ -220,6 +225,7 @@ class MultilabelFBetaScore(_MultilabelStatScores):
 
 class MultilabelJaccardIndex(_MultilabelStatScores):
     """Per-label intersection over union tp / (tp + fp + fn), averaged."""
+    higher_is_better = True
 
     def __init__(self, num_labels: Optional[int] = None, threshold: float = 0.5, average: Optional[str] = "macro",
                  ignore_index: Optional[int] = None, validate_args: bool = True, zero_division: float = 0,

@@ -38,3 +38,82 @@ def test_multilabel_confusion_matrix_counts_bad_values():
         syncfree.to_host(m)
     with pytest.raises(ValueError, match="normalize must be one of"):
         syncfree.MultilabelConfusionMatrix(num_labels=L, normalize="rows")
+
+
+def _tm_class(name):
+    for mod in (tmc, torchmetrics.regression, torchmetrics.text, torchmetrics.aggregation, torchmetrics):
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    return None
+
+
+def test_higher_is_better_equals_torchmetrics_for_every_metric():
+    compared = 0
+    for name in syncfree.__all__:
+        ours = getattr(syncfree, name)
+        ref = _tm_class(name)
+        if not isinstance(ours, type) or not issubclass(ours, syncfree.Metric) or ref is None:
+            continue
+        assert ours.higher_is_better == ref.higher_is_better, name
+        compared += 1
+    assert compared >= 40
+    assert syncfree.MulticlassAccuracy(3).higher_is_better is True
+    assert syncfree.MeanSquaredError().higher_is_better is False
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_update_called_follows_torchmetrics_through_random_calls(seed):
+    g = torch.Generator().manual_seed(seed)
+    ours, ref = syncfree.MulticlassAccuracy(3), tmc.MulticlassAccuracy(3)
+    assert ours.update_called is ref.update_called is False
+    for _ in range(20):
+        op = int(torch.randint(0, 3, (1,), generator=g))
+        n = int(torch.randint(1, 6, (1,), generator=g))
+        batch = (torch.randn(n, 3, generator=g), torch.randint(0, 3, (n,), generator=g))
+        if op == 0:
+            ours.update(*batch)
+            ref.update(*batch)
+        elif op == 1:
+            ours(*batch)
+            ref(*batch)
+        else:
+            ours.reset()
+            ref.reset()
+        assert ours.update_called == ref.update_called, op
+
+
+def _coll(lib):
+    classes = tmc if lib is torchmetrics else syncfree
+    return lib.MetricCollection({"acc": classes.MulticlassAccuracy(3), "rec": classes.MulticlassRecall(3),
+                                 "cm": classes.MulticlassConfusionMatrix(3)}, prefix="train_")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_collection_clone_with_prefix_equals_torchmetrics(seed):
+    g = torch.Generator().manual_seed(seed)
+
+    def batch():
+        n = int(torch.randint(1, 9, (1,), generator=g))
+        return torch.randn(n, 3, generator=g), torch.randint(0, 3, (n,), generator=g)
+
+    ours, ref = _coll(syncfree), _coll(torchmetrics)
+    for _ in range(3):
+        b = batch()
+        ours.update(*b)
+        ref.update(*b)
+    ours_val, ref_val = ours.clone(prefix="val_"), ref.clone(prefix="val_")
+    ours_pf, ref_pf = ours.clone(postfix="_x"), ref.clone(postfix="_x")
+    for _ in range(3):  # the copies go on independently
+        b, c = batch(), batch()
+        ours.update(*b)
+        ref.update(*b)
+        ours_val.update(*c)
+        ref_val.update(*c)
+    for mine, theirs in ((ours, ref), (ours_val, ref_val), (ours_pf, ref_pf)):
+        got, want = syncfree.to_host(mine), theirs.compute()
+        assert sorted(got) == sorted(want)
+        for key in want:
+            _close(got[key], want[key])
+    assert ours_val.compute_groups == ours.compute_groups
+    with pytest.raises(ValueError, match="prefix must be a string"):
+        ours.clone(prefix=3)
