@@ -62,6 +62,8 @@ _SUBMODULE_OF = {
     "BinaryPrecisionRecallCurve": "curves",
     "BinaryAUROC": "curves",
     "BinaryAveragePrecision": "curves",
+    "MulticlassAUROC": "multiclass_curves",
+    "MulticlassAveragePrecision": "multiclass_curves",
     # regression
     "MeanSquaredError": "regression",
     "MeanAbsoluteError": "regression",

@@ -109,6 +109,9 @@ METRICS = {
     "BinaryAUROC": (lambda: syncfree.BinaryAUROC(thresholds=torch.linspace(0, 1, 20)), "binary"),
     "BinaryAveragePrecision-ignore": (
         lambda: syncfree.BinaryAveragePrecision(thresholds=50, ignore_index=0), "binary"),
+    "MulticlassAUROC-weighted": (
+        lambda: syncfree.MulticlassAUROC(C, average="weighted", thresholds=11, ignore_index=-1), "multiclass"),
+    "MulticlassAveragePrecision": (lambda: syncfree.MulticlassAveragePrecision(C, thresholds=20), "multiclass"),
 }
 
 

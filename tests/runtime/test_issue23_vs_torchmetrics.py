@@ -1,11 +1,12 @@
 """Issue 23 additions equal torchmetrics itself on seeded random batches of uneven sizes (an empty
-one among them): the multilabel confusion matrix, and the MetricCollection attributes."""
+one among them): the multilabel confusion matrix, binned multiclass AUROC and average precision,
+``higher_is_better``, ``update_called`` and ``MetricCollection.clone``."""
 
 import pytest
 import torch
 import torchmetrics
 import torchmetrics.classification as tmc
-from test_new_metrics_vs_torchmetrics import SEEDS, _close, _ml_batches, _run
+from test_new_metrics_vs_torchmetrics import C, SEEDS, _close, _mc_batches, _ml_batches, _run
 
 import syncfree
 
@@ -117,3 +118,45 @@ def test_collection_clone_with_prefix_equals_torchmetrics(seed):
     assert ours_val.compute_groups == ours.compute_groups
     with pytest.raises(ValueError, match="prefix must be a string"):
         ours.clone(prefix=3)
+
+
+def _mc_prob_batches(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.rand(n, C, generator=g).softmax(1), torch.randint(0, C, (n,), generator=g)) for n in (7, 0, 13, 1, 32)]
+
+
+@pytest.mark.parametrize("name", ["MulticlassAUROC", "MulticlassAveragePrecision"])
+@pytest.mark.parametrize("average", ["macro", "weighted", "none", None])
+@pytest.mark.parametrize("thresholds", [11, [0.9, 0.1, 0.5, 0.3], torch.linspace(0, 1, 50)])
+@pytest.mark.parametrize("kind,ignore_index", [("scores", None), ("scores", -1), ("scores", 2), ("multidim", None),
+                                               ("prob", None)])
+def test_binned_multiclass_curves(name, average, thresholds, kind, ignore_index):
+    kwargs = {"num_classes": C, "average": average, "thresholds": thresholds, "ignore_index": ignore_index}
+    ours, ref = getattr(syncfree, name)(**kwargs), getattr(tmc, name)(**kwargs)
+    for seed in SEEDS:
+        batches = _mc_prob_batches(seed) if kind == "prob" else _mc_batches(seed, kind, ignore_index)
+        _close(*_run(ours, ref, batches, forward=seed == 1))
+        ours.reset()
+        ref.reset()
+
+
+@pytest.mark.parametrize("name", ["MulticlassAUROC", "MulticlassAveragePrecision"])
+@pytest.mark.parametrize("average", ["macro", "weighted"])
+def test_binned_multiclass_curves_with_absent_classes(name, average):
+    """A class never seen as target: AUROC 0 / AP 0 for it, as torchmetrics (and left in the average)."""
+    g = torch.Generator().manual_seed(3)
+    preds, target = torch.randn(20, C, generator=g), torch.randint(0, 2, (20,), generator=g)
+    ours = getattr(syncfree, name)(C, average=average, thresholds=20)
+    ref = getattr(tmc, name)(C, average=average, thresholds=20)
+    _close(*_run(ours, ref, [(preds, target)]))
+
+
+def test_binned_multiclass_curves_count_bad_targets_and_need_thresholds():
+    m = syncfree.MulticlassAUROC(3, thresholds=5)
+    m.update(torch.rand(4, 3), torch.tensor([0, 1, 3, -2]))
+    with pytest.raises(ValueError, match=r"MulticlassAUROC: 2 target value\(s\) outside"):
+        syncfree.to_host(m)
+    with pytest.raises(TypeError, match="thresholds=None"):
+        syncfree.MulticlassAveragePrecision(3)
+    with pytest.raises(ValueError, match="average must be one of"):
+        syncfree.MulticlassAUROC(3, average="micro", thresholds=5)
