@@ -22,6 +22,7 @@ import copy
 import inspect
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
+import torch
 from torch import Tensor, nn
 
 from syncfree import checkpoint as _ckpt
@@ -268,7 +269,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
             for group in self._current_groups():
                 leader = metrics[group[0]]
                 batch = leader.batch_states(*args, **self._member_kwargs(group[0], kwargs))
-                if eager_validation():
+                if eager_validation() and not torch.compiler.is_compiling():
                     leader.check_batch_now(batch)  # syncfree.validate("eager"): raise before merging
                 leader.merge_batch(batch)
                 for name in group:

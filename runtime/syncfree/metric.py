@@ -295,7 +295,7 @@ class Metric(nn.Module, SyncLifecycle):
     def update_group(self, *args: Any, **kwargs: Any) -> None:
         """``update`` of the states this metric holds, also when a compute group shares them (what
         a collection calls once per group)."""
-        if not torch.compiler.is_compiling() and _validation.eager():
+        if _validation.eager() and not torch.compiler.is_compiling():
             batch = self.batch_states(*args, **kwargs)
             self.check_batch_now(batch)  # raises before the batch touches the states
             self.merge_batch(batch)
@@ -328,7 +328,7 @@ class Metric(nn.Module, SyncLifecycle):
         if self.state.owners > 1:
             self._own_state()
         batch = self.batch_states(*args, **kwargs)
-        if not torch.compiler.is_compiling() and _validation.eager():
+        if _validation.eager() and not torch.compiler.is_compiling():
             self.check_batch_now(batch)
         self.merge_batch(batch)
         return self._compute(batch)
