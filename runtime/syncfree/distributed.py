@@ -3,16 +3,18 @@
 Scheme
 ------
 - Every state of every metric being synced (one metric, or all members of a collection) is
-  labelled ``<member>.<state>`` and sorted by label and grouped into buckets by (dtype, device, reduce op). A bucket is ONE flat
-  buffer (``torch.cat`` of the states, which is also a snapshot: local accumulation may go on
-  while the collective runs) and ONE ``all_reduce(..., async_op=True)`` with SUM, MAX or MIN.
+  labelled ``<member>.<state>``, sorted by label and grouped into buckets by (dtype, device,
+  reduce op). A bucket is ONE flat buffer (``torch.cat`` of the states, which is also a
+  snapshot: local accumulation may go on while the collective runs) and ONE
+  ``all_reduce(..., async_op=True)`` with SUM, MAX or MIN.
 - The layout depends only on which metrics the owner holds, never on local history: every member
   of a collection travels under its own label, also the members of a compute group (which share
   one state object on one rank but may have left their group on another rank, by an update or a
   reset of their own), so the same collection gives the same buckets on every rank, always.
 - ``PendingSync.wait`` waits for the works and splits each bucket into per-state views, by part,
-  that the owner stores as the metrics' *synced copy*. Local states are never overwritten, so a later sync reduces
-  the full local states again (no double counting) and accumulation can continue.
+  that the owner stores as the metrics' *synced copy*. Local states are never overwritten, so a
+  later sync reduces the full local states again (no double counting) and accumulation can
+  continue.
 - Because states are sums (or max/min), ranks that saw different numbers of samples reduce to
   exactly the single-process result.
 - Layout check, on EVERY sync: the layout (label, shape, dtype, op, device type of every state)

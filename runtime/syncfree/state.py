@@ -254,5 +254,8 @@ class MetricState:
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
+        if not isinstance(state.get("synced"), dict):  # pickled before synced copies were per holder
+            state["synced"] = {}
+        state.setdefault("resets", 0)
         self.__dict__.update(state)
         self._bind()

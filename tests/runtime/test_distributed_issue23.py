@@ -126,3 +126,22 @@ def test_collection_reset_groups_members_again():
     cm = syncfree.MulticlassConfusionMatrix(num_classes=3)
     cm.update(*_batch(1))
     assert coll.compute()["cm"].tolist() == cm.compute().tolist()
+
+
+def test_states_pickled_before_per_member_synced_copies_still_load():
+    from syncfree.state import MetricState
+
+    m = syncfree.SumMetric()
+    m.update(torch.tensor(2.0))
+    old = m.state.__getstate__()
+    old["synced"] = None  # the earlier layout: one synced copy or None, no reset count
+    del old["resets"]
+    state = MetricState.__new__(MetricState)
+    state.__setstate__(old)
+    assert state.synced == {} and state.resets == 0
+    assert state.current()["sum_value"].item() == 2.0
+    legacy = dict(m.__dict__)
+    del legacy["sync_token"]
+    twin = syncfree.SumMetric.__new__(syncfree.SumMetric)
+    twin.__setstate__(legacy)
+    assert twin.sync_token is not m.sync_token and twin.compute().item() == 2.0
