@@ -63,6 +63,8 @@ _SUBMODULE_OF = {
     "BinaryAUROC": "curves",
     "BinaryAveragePrecision": "curves",
     "MulticlassAUROC": "multiclass_curves",
+    "AUROC": "curve_tasks",
+    "AveragePrecision": "curve_tasks",
     "MulticlassAveragePrecision": "multiclass_curves",
     # regression
     "MeanSquaredError": "regression",

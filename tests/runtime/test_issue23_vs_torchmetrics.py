@@ -6,7 +6,7 @@ import pytest
 import torch
 import torchmetrics
 import torchmetrics.classification as tmc
-from test_new_metrics_vs_torchmetrics import C, SEEDS, _close, _mc_batches, _ml_batches, _run
+from test_new_metrics_vs_torchmetrics import C, SEEDS, _bin_batches, _close, _mc_batches, _ml_batches, _run
 
 import syncfree
 
@@ -160,3 +160,15 @@ def test_binned_multiclass_curves_count_bad_targets_and_need_thresholds():
         syncfree.MulticlassAveragePrecision(3)
     with pytest.raises(ValueError, match="average must be one of"):
         syncfree.MulticlassAUROC(3, average="micro", thresholds=5)
+
+
+@pytest.mark.parametrize("name", ["AUROC", "AveragePrecision"])
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_curve_task_wrappers(name, task):
+    kwargs = {"task": task, "num_classes": C, "thresholds": 25, "ignore_index": -1}
+    ours, ref = getattr(syncfree, name)(**kwargs), getattr(torchmetrics, name)(**kwargs)
+    assert type(ours).__name__ == type(ref).__name__
+    batches = _bin_batches(0, "logit", -1) if task == "binary" else _mc_batches(0, "scores", -1)
+    _close(*_run(ours, ref, batches))
+    with pytest.raises(TypeError, match="multilabel"):
+        getattr(syncfree, name)(task="multilabel", num_labels=3, thresholds=5)
