@@ -87,6 +87,13 @@ def _pairs(num_classes: int):
          "binary"),
         ("BinaryAvgPrecision (100 thr)", syncfree.BinaryAveragePrecision,
          tmc.BinaryAveragePrecision, {"thresholds": 100}, "binary"),
+        # ---- issue 23 ----
+        ("MultilabelConfusionMatrix", syncfree.MultilabelConfusionMatrix, tmc.MultilabelConfusionMatrix,
+         {"num_labels": C}, "multilabel"),
+        ("MulticlassAUROC (100 thr)", syncfree.MulticlassAUROC, tmc.MulticlassAUROC,
+         {"num_classes": C, "thresholds": 100}, "multiclass"),
+        ("MulticlassAvgPrecision (100 thr)", syncfree.MulticlassAveragePrecision, tmc.MulticlassAveragePrecision,
+         {"num_classes": C, "thresholds": 100}, "multiclass"),
         ("Acc+P+R+F1 collection, 10 cls", _collection(syncfree, 10), _collection(torchmetrics, 10),
          {}, "multiclass:10"),
         ("Acc+P+R+F1 collection, 1000 cls", _collection(syncfree, 1000),

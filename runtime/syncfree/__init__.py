@@ -12,6 +12,8 @@ _SUBMODULE_OF = {
     "to_host": "host",
     "merge_state_dicts": "checkpoint",
     "MetricCollection": "collection",
+    "validate": "validation",
+    "validation_mode": "validation",
     # aggregation
     "MeanMetric": "aggregation",
     "SumMetric": "aggregation",
@@ -54,11 +56,16 @@ _SUBMODULE_OF = {
     "MultilabelSpecificity": "multilabel",
     "MultilabelStatScores": "multilabel",
     "MultilabelJaccardIndex": "multilabel",
+    "MultilabelConfusionMatrix": "multilabel",
     # binned curves
     "BinaryROC": "curves",
     "BinaryPrecisionRecallCurve": "curves",
     "BinaryAUROC": "curves",
     "BinaryAveragePrecision": "curves",
+    "MulticlassAUROC": "multiclass_curves",
+    "AUROC": "curve_tasks",
+    "AveragePrecision": "curve_tasks",
+    "MulticlassAveragePrecision": "multiclass_curves",
     # regression
     "MeanSquaredError": "regression",
     "MeanAbsoluteError": "regression",

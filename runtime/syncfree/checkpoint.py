@@ -27,9 +27,11 @@ Same world size: every rank saves and loads its own state dict; resuming equals 
 Another world size: states are linearly additive, so the global value only depends on the
 *reduction* of all local states. Collect the old ranks' state dicts (one file per rank) and
 either call ``load_state_dict([sd_rank0, sd_rank1, ...])`` on every new rank, or merge them
-yourself with :func:`merge_state_dicts`. The merged states go to rank 0 of the metric's process
-group and neutral states (zeros for sums, -inf/+inf for max/min) to every other rank; after the
-next sync every rank sees exactly the value of the old run.
+yourself with :func:`merge_state_dicts` (the result is marked ``"_merged": True``) and load that
+on every new rank. The merged states go to rank 0 of the metric's process group and neutral
+states (zeros for sums, -inf/+inf for max/min) to every other rank; after the next sync every
+rank sees exactly the value of the old run. Loading ONE rank's file whose ``_world_size`` is not
+this run's raises a ``ValueError`` (it would drop, or count twice, other ranks' states).
 
 Note for ``torch.distributed.checkpoint`` (DCP): DCP treats equal keys on several ranks as
 replicated and keeps one copy. Since local states differ per rank, either save each rank's
@@ -129,7 +131,7 @@ def merge_state_dicts(state_dicts: Sequence[Mapping[str, Any]]) -> Dict[str, Any
                     f"cannot merge collections with different members: {names} vs {list(sd['metrics'])}"
                 )
         metrics = {n: merge_state_dicts([sd["metrics"][n] for sd in state_dicts]) for n in names}
-        return {"_version": VERSION, "_class": cls, "_rank": 0, "_world_size": 1, "metrics": metrics}
+        return {"_version": VERSION, "_class": cls, "_rank": 0, "_world_size": 1, "_merged": True, "metrics": metrics}
     reductions = dict(first["reductions"])
     states = {n: t.detach().clone() for n, t in first["states"].items()}
     for sd in state_dicts[1:]:
@@ -146,7 +148,7 @@ def merge_state_dicts(state_dicts: Sequence[Mapping[str, Any]]) -> Dict[str, Any
                     f"{tuple(states[name].shape)} and {tuple(value.shape)}"
                 )
             states[name] = _reduce(reductions[name], states[name], value.to(states[name].device))
-    return {"_version": VERSION, "_class": cls, "_rank": 0, "_world_size": 1,
+    return {"_version": VERSION, "_class": cls, "_rank": 0, "_world_size": 1, "_merged": True,
             "reductions": reductions, "states": states}
 
 
@@ -160,11 +162,35 @@ def neutral_state_dict(sd: Mapping[str, Any]) -> Dict[str, Any]:
     return {**sd, "states": states}
 
 
+def _this_rank(sd: Dict[str, Any], rank: int, world: int) -> Dict[str, Any]:
+    """A merged checkpoint (world size 1) re-headed as this rank's own (``_merged`` dropped)."""
+    out = {k: v for k, v in sd.items() if k != "_merged"}
+    out["_rank"], out["_world_size"] = rank, world
+    if sd.get("_class") == _COLLECTION:
+        out["metrics"] = {n: _this_rank(m, rank, world) for n, m in sd["metrics"].items()}
+    return out
+
+
 def _for_this_rank(sd: Any, group: Any) -> Any:
+    """This rank's part of ``sd``: a list of every old rank's checkpoint (or a merged one) goes to
+    rank 0, neutral states to the others; one rank's checkpoint must come from this world size."""
+    rank, world = _rank_and_world(group)
     if isinstance(sd, (list, tuple)):
-        merged = merge_state_dicts(sd)
-        rank, _ = _rank_and_world(group)
-        return merged if rank == 0 else neutral_state_dict(merged)
+        sd = merge_state_dicts(sd)
+    if not isinstance(sd, Mapping):
+        return sd
+    if sd.get("_merged"):
+        return _this_rank(dict(sd) if rank == 0 else neutral_state_dict(sd), rank, world)
+    saved_world = sd.get("_world_size")
+    if isinstance(saved_world, int) and saved_world != world:
+        raise ValueError(
+            f"{sd.get('_class')} checkpoint of rank {sd.get('_rank')} was saved by a run of {saved_world} "
+            f"ranks; this run has {world} ranks, so loading one file per rank would drop or double-count "
+            "the states of other ranks. Load every rank's file on every rank instead: "
+            "metric.load_state_dict([torch.load(f) for f in rank_files]) (merged into rank 0, neutral "
+            "elsewhere), or merge them once with syncfree.merge_state_dicts(...) and load the result on "
+            "every rank."
+        )
     return sd
 
 

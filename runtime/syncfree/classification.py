@@ -187,6 +187,7 @@ class _MulticlassStatScores(_Labels):
 # ---- public classes -------------------------------------------------------------------------
 class BinaryAccuracy(_BinaryStatScores):
     """Accuracy of binary predictions: (tp + tn) / all."""
+    higher_is_better = True
 
     _kind = "accuracy"
 
@@ -197,6 +198,7 @@ class BinaryAccuracy(_BinaryStatScores):
 
 class BinaryPrecision(_BinaryStatScores):
     """Precision of binary predictions: tp / (tp + fp)."""
+    higher_is_better = True
 
     _kind = "precision"
 
@@ -207,6 +209,7 @@ class BinaryPrecision(_BinaryStatScores):
 
 class BinaryRecall(_BinaryStatScores):
     """Recall of binary predictions: tp / (tp + fn)."""
+    higher_is_better = True
 
     _kind = "recall"
 
@@ -217,6 +220,7 @@ class BinaryRecall(_BinaryStatScores):
 
 class BinaryF1Score(_BinaryStatScores):
     """F1 of binary predictions: 2 tp / (2 tp + fp + fn)."""
+    higher_is_better = True
 
     _kind = "f1"
 
@@ -227,6 +231,7 @@ class BinaryF1Score(_BinaryStatScores):
 
 class MulticlassAccuracy(_MulticlassStatScores):
     """Multiclass accuracy (micro: fraction correct; macro/weighted/none: per-class recall)."""
+    higher_is_better = True
 
     _kind = "accuracy"
 
@@ -238,6 +243,7 @@ class MulticlassAccuracy(_MulticlassStatScores):
 
 class MulticlassPrecision(_MulticlassStatScores):
     """Multiclass precision."""
+    higher_is_better = True
 
     _kind = "precision"
 
@@ -249,6 +255,7 @@ class MulticlassPrecision(_MulticlassStatScores):
 
 class MulticlassRecall(_MulticlassStatScores):
     """Multiclass recall."""
+    higher_is_better = True
 
     _kind = "recall"
 
@@ -260,6 +267,7 @@ class MulticlassRecall(_MulticlassStatScores):
 
 class MulticlassF1Score(_MulticlassStatScores):
     """Multiclass F1 score."""
+    higher_is_better = True
 
     _kind = "f1"
 
@@ -414,11 +422,15 @@ class F1Score:
 
 
 class ConfusionMatrix:
-    """``ConfusionMatrix(task=...)`` builds a binary or multiclass confusion matrix."""
+    """``ConfusionMatrix(task=...)`` builds a binary, multiclass or multilabel confusion matrix."""
 
     def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                 num_labels: Optional[int] = None, normalize: Optional[str] = None,
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("ConfusionMatrix", task, multilabel=False) == "binary":
+        task = _task("ConfusionMatrix", task)
+        if task == "multilabel":
+            return _multilabel("ConfusionMatrix", num_labels, threshold, ignore_index, normalize, validate_args,
+                               **kwargs)
+        if task == "binary":
             return BinaryConfusionMatrix(threshold, ignore_index, normalize, validate_args, **kwargs)
         return MulticlassConfusionMatrix(num_classes, ignore_index, normalize, validate_args, **kwargs)

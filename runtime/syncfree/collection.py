@@ -5,19 +5,24 @@ Compute groups: members whose updates fill their states alike (equal
 arguments, e.g. ``MulticlassAccuracy``, ``MulticlassPrecision``, ``MulticlassRecall`` and
 ``MulticlassF1Score`` of one ``num_classes``) hold ONE :class:`~syncfree.state.MetricState`: the
 collection's ``update`` runs the first member's update only, ``forward`` computes the batch's
-states once and every member's value from them, and a sync reduces the shared states once. Only
-members never updated (or reset) are grouped, so no accumulated state is lost. Each member's
-value stays what it would be alone; a member updated, reset or loaded on its own (``c["acc"].update``)
-leaves its group with a copy of the states (on the device, no sync), so it counts its own updates
-once, as it would alone. ``compute_groups=False`` turns it off;
-a list of lists of member names fixes the groups (each must share a key).
+states once and every member's value from them. Only members never updated (or reset) are
+grouped, so no accumulated state is lost. Each member's value stays what it would be alone; a
+member updated, reset or loaded on its own (``c["acc"].update``) leaves its group with a copy of
+the states (on the device, no sync), so it counts its own updates once, as it would alone;
+``reset()`` of the collection groups them again. A sync never depends on the groups: every
+member's states travel under the member's own label (another rank may hold the group apart), so
+every rank sends the same buckets, and each member keeps its own synced copy.
+``compute_groups=False`` turns grouping off; a list of lists of member names fixes the groups
+(each must share a key).
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
+import torch
 from torch import Tensor, nn
 
 from syncfree import checkpoint as _ckpt
@@ -26,6 +31,7 @@ from syncfree.distributed import SyncRecord
 from syncfree.host import report_counters
 from syncfree.lifecycle import Counter, SyncLifecycle, SyncPart
 from syncfree.metric import Metric, parse_base_kwargs
+from syncfree.validation import eager as eager_validation
 
 
 def _accepted_kwargs(metric: Metric) -> Optional[set]:
@@ -89,6 +95,16 @@ class MetricCollection(nn.Module, SyncLifecycle):
         self._group_spec = _check_compute_groups(compute_groups)
         self._groups: List[List[str]] = []  # member names; the first one's update serves the group
         self.add_metrics(metrics, *additional_metrics)
+
+    def clone(self, prefix: Optional[str] = None, postfix: Optional[str] = None) -> "MetricCollection":
+        """An independent copy (members and compute groups deep-copied, no sync in flight); a given
+        ``prefix``/``postfix`` replaces this one's, as torchmetrics' ``clone``."""
+        twin = copy.deepcopy(self)
+        if prefix:
+            twin.prefix = self._check_fix("prefix", prefix)
+        if postfix:
+            twin.postfix = self._check_fix("postfix", postfix)
+        return twin
 
     @staticmethod
     def _check_fix(what: str, value: Optional[str]) -> Optional[str]:
@@ -253,6 +269,8 @@ class MetricCollection(nn.Module, SyncLifecycle):
             for group in self._current_groups():
                 leader = metrics[group[0]]
                 batch = leader.batch_states(*args, **self._member_kwargs(group[0], kwargs))
+                if eager_validation() and not torch.compiler.is_compiling():
+                    leader.check_batch_now(batch)  # syncfree.validate("eager"): raise before merging
                 leader.merge_batch(batch)
                 for name in group:
                     values[name] = metrics[name]._compute(batch)
@@ -271,7 +289,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
 
     # ---- SyncLifecycle ----------------------------------------------------------------
     def sync_parts(self) -> List[SyncPart]:
-        return [SyncPart(f"{name}.", m.state, m.sync_on_compute) for name, m in self._metrics.items()]
+        return [SyncPart(f"{name}.", m.state, m.sync_on_compute, m.sync_token) for name, m in self._metrics.items()]
 
     def _sub_owners(self) -> Sequence[SyncLifecycle]:
         return list(self._metrics.values())
@@ -280,7 +298,9 @@ class MetricCollection(nn.Module, SyncLifecycle):
         return {self._key(name): m._compute(st) for (name, m), st in zip(self._metrics.items(), states)}
 
     def _counters(self, states: List[Mapping[str, Tensor]]) -> List[Counter]:
-        return [c for m, st in zip(self._metrics.values(), states) for c in m._counters([st])]
+        return [(f"MetricCollection member {name!r} ({metric})", counter, policy, message)
+                for (name, m), st in zip(self._metrics.items(), states)
+                for metric, counter, policy, message in m._counters([st])]
 
     def set_dtype(self, dst_type: Any) -> "MetricCollection":
         """``Metric.set_dtype`` for every member."""
@@ -293,9 +313,12 @@ class MetricCollection(nn.Module, SyncLifecycle):
             m.persistent(mode)
 
     def reset(self) -> None:
+        """Reset every member; members that left their compute group (updated, reset or synced apart)
+        join it again, as they are all neutral now."""
         for m in self._metrics.values():
             m.reset_group()
         self._sync_record.pending = None
+        self._form_groups()
 
     # ---- checkpoint -------------------------------------------------------------------
     def state_dict(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:  # type: ignore[override]

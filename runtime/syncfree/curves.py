@@ -187,6 +187,7 @@ class BinaryROC(_BinnedBinary):
 
 class BinaryAUROC(_BinnedBinary):
     """Area under the binned ROC curve (trapezoidal rule)."""
+    higher_is_better = True
 
     def __init__(self, max_fpr: Optional[float] = None, thresholds: Thresholds = None,
                  ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> None:
@@ -205,6 +206,7 @@ class BinaryAUROC(_BinnedBinary):
 
 class BinaryAveragePrecision(_BinnedBinary):
     """Average precision: the step-wise area under the binned precision-recall curve."""
+    higher_is_better = True
 
     def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
                  validate_args: bool = True, **kwargs: Any) -> None:

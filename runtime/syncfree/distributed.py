@@ -3,12 +3,18 @@
 Scheme
 ------
 - Every state of every metric being synced (one metric, or all members of a collection) is
-  sorted by label and grouped into buckets by (dtype, device, reduce op). A bucket is ONE flat
-  buffer (``torch.cat`` of the states, which is also a snapshot: local accumulation may go on
-  while the collective runs) and ONE ``all_reduce(..., async_op=True)`` with SUM, MAX or MIN.
-- ``PendingSync.wait`` waits for the works and splits each bucket into per-state views stored
-  as the metrics' *synced copy*. Local states are never overwritten, so a later sync reduces
-  the full local states again (no double counting) and accumulation can continue.
+  labelled ``<member>.<state>``, sorted by label and grouped into buckets by (dtype, device,
+  reduce op). A bucket is ONE flat buffer (``torch.cat`` of the states, which is also a
+  snapshot: local accumulation may go on while the collective runs) and ONE
+  ``all_reduce(..., async_op=True)`` with SUM, MAX or MIN.
+- The layout depends only on which metrics the owner holds, never on local history: every member
+  of a collection travels under its own label, also the members of a compute group (which share
+  one state object on one rank but may have left their group on another rank, by an update or a
+  reset of their own), so the same collection gives the same buckets on every rank, always.
+- ``PendingSync.wait`` waits for the works and splits each bucket into per-state views, by part,
+  that the owner stores as the metrics' *synced copy*. Local states are never overwritten, so a
+  later sync reduces the full local states again (no double counting) and accumulation can
+  continue.
 - Because states are sums (or max/min), ranks that saw different numbers of samples reduce to
   exactly the single-process result.
 - Layout check, on EVERY sync: the layout (label, shape, dtype, op, device type of every state)
@@ -184,7 +190,7 @@ class _Bucket:
 
 
 class PendingSync:
-    """Collectives in flight; ``wait`` checks the layout, completes them and installs the synced copies."""
+    """Collectives in flight; ``wait`` checks the layout, completes them and returns the reduced states."""
 
     def __init__(self, owner: str, record: SyncRecord, group: Any, layout: Tuple[LayoutEntry, ...],
                  fingerprint: int, buckets: List[_Bucket], check_device: torch.device, verify: bool = True) -> None:
@@ -199,6 +205,7 @@ class PendingSync:
         self.world = dist.get_world_size(group)
         self.cached: Optional[Tuple[int, List[BucketSpec]]] = record.verified.get(_group_key(group))
         self.check_work: Any = None
+        self.parts: List[Any] = []  # filled by the owner (see SyncLifecycle.trigger_sync)
         if not verify:
             self.speculated = True  # no layout check (see sync_for_compute): start at once
         else:
@@ -228,9 +235,9 @@ class PendingSync:
             "timeout to wait_sync/sync."
         )
 
-    def wait(self, timeout: Any = None, install: bool = True) -> Dict[int, Dict[str, Tensor]]:
-        """Finish the collectives; install as synced copies (or, ``install=False``, only return) the
-        reduced states by ``id`` of their :class:`MetricState`."""
+    def wait(self, timeout: Any = None) -> Dict[str, Dict[str, Tensor]]:
+        """Finish the collectives; return the reduced states by part (label prefix). The owner
+        installs them as synced copies (see :meth:`~syncfree.lifecycle.SyncLifecycle.wait_sync`)."""
         deadline = _deadline(timeout)
         if self.check_work is not None:
             self._check_layout(timeout, deadline)
@@ -246,7 +253,7 @@ class PendingSync:
                 raise
         if self.check_work is not None:
             self.record.verified[_group_key(self.group)] = (self.fingerprint, [b.spec() for b in self.buckets])
-        return self._install(install)
+        return self._install()
 
     def _check_layout(self, timeout: Any, deadline: Optional[float]) -> None:
         try:
@@ -259,25 +266,23 @@ class PendingSync:
         if any(row[0] != rows[0][0] for row in rows):
             self._mismatch(rows, deadline)
 
-    def _install(self, install: bool = True) -> Dict[int, Dict[str, Tensor]]:
-        synced: Dict[int, Tuple[MetricState, Dict[str, Tensor]]] = {}
+    def _install(self) -> Dict[str, Dict[str, Tensor]]:
+        """The reduced states by part (the label prefix of :class:`~syncfree.lifecycle.SyncPart`)."""
+        synced: Dict[str, Dict[str, Tensor]] = {}
         for bucket in self.buckets:
             buffer = bucket.buffer
             if buffer.device != bucket.home:
                 buffer = buffer.to(bucket.home)
             offset = 0
-            for _, owner, name in bucket.entries:
+            for label, owner, name in bucket.entries:
                 state = owner.view.__dict__[name]
                 n = state.numel()
                 piece = buffer[offset:offset + n].view(state.shape)
                 if owner.reductions[name] != bucket.op:  # a min state in the max bucket
                     piece = piece.neg()
                 offset += n
-                synced.setdefault(id(owner), (owner, {}))[1][name] = piece
-        if install:
-            for owner, states in synced.values():
-                owner.synced = states
-        return {key: states for key, (_, states) in synced.items()}
+                synced.setdefault(label[:len(label) - len(name)], {})[name] = piece
+        return synced
 
     def _mismatch(self, rows: List[Tuple[int, int, int]], deadline: Optional[float]) -> None:
         """Raise the same RuntimeError on every rank, with details when they can be exchanged safely."""
@@ -347,19 +352,6 @@ def _bucket_op(op: str, state: Tensor) -> str:
     return "max" if op == "min" and state.is_floating_point() else op
 
 
-def unique_entries(entries: Sequence[Entry]) -> List[Entry]:
-    """``entries`` without a second label for a state already listed (the members of a compute
-    group hold the same :class:`MetricState`: it travels once)."""
-    seen = set()
-    out = []
-    for entry in entries:
-        key = (id(entry[1]), entry[2])
-        if key not in seen:
-            seen.add(key)
-            out.append(entry)
-    return out
-
-
 def start_sync(owner: str, record: SyncRecord, entries: Sequence[Entry], group: Any = None,
                verify: bool = True) -> Optional[PendingSync]:
     """Snapshot the states into one buffer per (dtype, device, op) bucket and start the layout check.
@@ -369,9 +361,9 @@ def start_sync(owner: str, record: SyncRecord, entries: Sequence[Entry], group: 
     """
     if not is_distributed(group):
         for _, states, _ in entries:
-            states.synced = None  # one rank: the local states are the global ones
+            states.synced = {}  # one rank: the local states are the global ones
         return None
-    entries = sorted(unique_entries(entries), key=lambda e: e[0])
+    entries = sorted(entries, key=lambda e: e[0])
     layout = layout_fingerprint(entries)
     grouped: Dict[Tuple[str, str, str], List[Entry]] = {}
     for entry in entries:
@@ -393,12 +385,12 @@ def start_sync(owner: str, record: SyncRecord, entries: Sequence[Entry], group: 
 
 
 def sync_for_compute(owner: str, record: SyncRecord, entries: Sequence[Entry],
-                     group: Any = None) -> Dict[int, Dict[str, Tensor]]:
-    """The globally reduced states of ``entries`` by ``id`` of their MetricState, for ``compute()``; nothing is
+                     group: Any = None) -> Dict[str, Dict[str, Tensor]]:
+    """The globally reduced states of ``entries`` by part (label prefix), for ``compute()``; nothing is
     installed ({} when not distributed). No host read: the layout check runs only when its row
     is a host tensor (gloo), the all_reduces run on the states' device."""
     if not is_distributed(group):
         return {}
     verify = transport_device(group, torch.device("cpu")).type == "cpu"
     pending = start_sync(owner, record, entries, group, verify=verify)
-    return pending.wait(install=False) if pending is not None else {}
+    return pending.wait() if pending is not None else {}

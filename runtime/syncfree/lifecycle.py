@@ -10,7 +10,7 @@ class gives ``trigger_sync`` (start one bucketed all_reduce per (dtype, op) buck
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, NamedTuple, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Sequence, Tuple
 
 from torch import Tensor
 
@@ -27,6 +27,7 @@ class SyncPart(NamedTuple):
     prefix: str
     state: MetricState
     sync_on_compute: bool
+    holder: Any  # the metric's sync_token: names its synced copy in the (maybe shared) states
 
 
 class SyncLifecycle:
@@ -64,16 +65,34 @@ class SyncLifecycle:
     def trigger_sync(self, group: Any = None) -> None:
         """Start the all_reduce of every state, one per (dtype, reduce op) bucket (``async_op=True``)."""
         group = group if group is not None else self._default_group
-        self._sync_record.pending = start_sync(type(self).__name__, self._sync_record,
-                                               self._entries(self.sync_parts()), group)
+        parts = self.sync_parts()
+        pending = start_sync(type(self).__name__, self._sync_record, self._entries(parts), group)
+        if pending is not None:
+            # Which states each part held, and their reset count, when the snapshot was taken.
+            pending.parts = [(part, part.state.resets) for part in parts]
+        self._sync_record.pending = pending
 
     def wait_sync(self, timeout: Any = None) -> None:
-        """Finish a started sync; afterwards ``compute`` returns the global value."""
+        """Finish a started sync; afterwards ``compute`` returns the global value.
+
+        A part reset after ``trigger_sync`` (the metric itself, or a collection's member on its own)
+        stays reset: the reset wins over the sync in flight, as for a plain metric.
+        """
         pending, self._sync_record.pending = self._sync_record.pending, None
         if pending is not None:
-            pending.wait(timeout)
+            self._install_synced(pending.parts, pending.wait(timeout))
         for sub in self._sub_owners():
             sub.wait_sync(timeout)
+
+    def _install_synced(self, snapshot: Sequence[Tuple[SyncPart, int]],
+                        reduced: Mapping[str, Dict[str, Tensor]]) -> None:
+        """Store every part's reduced states as its holder's synced copy, unless the part was reset
+        (or left its compute group by a reset) since ``trigger_sync``: the reset wins."""
+        current = {part.prefix: part.state for part in self.sync_parts()}
+        for part, resets in snapshot:
+            state = part.state
+            if current.get(part.prefix) is state and state.resets == resets and part.prefix in reduced:
+                state.synced[part.holder] = reduced[part.prefix]
 
     def sync(self, group: Any = None, timeout: Any = None) -> None:
         """``trigger_sync`` then ``wait_sync``."""
@@ -83,22 +102,22 @@ class SyncLifecycle:
     def unsync(self) -> None:
         """Drop the synced copies: ``compute`` returns this rank's local values again."""
         for part in self.sync_parts():
-            part.state.synced = None
+            part.state.synced.pop(part.holder, None)
 
     def states_for_compute(self) -> List[Mapping[str, Tensor]]:
         """The states ``compute`` reads, per part: the synced copy when current; else, for parts with
         ``sync_on_compute`` under a process group of several ranks, an all_reduce made now (one per
         bucket for the whole owner, on the device, not stored); else the local states."""
         parts = self.sync_parts()
-        todo = [part for part in parts if part.sync_on_compute and part.state.synced is None]
+        todo = [part for part in parts if part.sync_on_compute and part.holder not in part.state.synced]
         reduced = {}
         if todo:
             reduced = sync_for_compute(type(self).__name__, self._sync_record, self._entries(todo),
                                        self._default_group)
         out: List[Mapping[str, Tensor]] = []
         for part in parts:
-            got = reduced.get(id(part.state))
-            out.append(got if got is not None else part.state.current())
+            got = reduced.get(part.prefix)
+            out.append(got if got is not None else part.state.current(part.holder))
         return out
 
     def results_and_checks(self) -> Tuple[Any, List[Counter]]:

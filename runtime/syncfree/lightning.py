@@ -9,8 +9,10 @@ each training, validation and test epoch, ``EpochMetrics`` logs ``compute()`` of
 metric or ``MetricCollection`` the module holds (at any depth) that was updated during that epoch,
 under its attribute path (``train_acc``; a collection logs its own keys), then resets it. Like
 torchmetrics' default ``sync_on_compute=True``, ``compute()`` is global under DDP (an all_reduce
-on every rank, at the same point); Lightning reads the logged values at the epoch's end, so the
-host reads once per epoch.
+on every rank, at the same point). The values are read with :func:`syncfree.to_host`: one host
+read per metric per epoch, which carries the value-error counts (labels out of range, NaN under
+``nan_strategy="error"``) too, so such errors raise a ``ValueError`` there naming the metric and
+the count (torchmetrics raises at the update; ``syncfree.validate("eager")`` does too).
 
 ``lightning`` (or ``pytorch_lightning``) is imported only by this module.
 """
@@ -26,7 +28,10 @@ except ImportError:  # pragma: no cover - the older package name
     except ImportError as exc:  # pragma: no cover
         raise ImportError("syncfree.lightning needs lightning: pip install lightning") from exc
 
+import torch
+
 from syncfree.collection import MetricCollection
+from syncfree.host import to_host
 from syncfree.metric import Metric
 
 
@@ -41,6 +46,11 @@ def _metrics(module: Any) -> Iterator[Tuple[str, Any]]:
             yield name, sub
         elif isinstance(sub, Metric):
             yield name, sub
+
+
+def _loggable(value: Any) -> Any:
+    """A value from ``to_host`` as ``LightningModule.log`` takes it (a number; a list as a tensor)."""
+    return torch.tensor(value) if isinstance(value, list) else value
 
 
 def _serial(metric: Any) -> int:
@@ -69,11 +79,17 @@ class EpochMetrics(Callback):
                 continue  # updated by the validation that ran inside this training epoch
             if stage != "train":
                 self._owned_by_evaluation.add(id(metric))
-            value = metric.compute()
+            try:
+                value = to_host(metric)  # the values and the value-error counts, one transfer
+            except ValueError as exc:
+                raise ValueError(f"syncfree.lightning.EpochMetrics: {stage} metric {name!r}: {exc}. Fix the "
+                                 "data, or run with syncfree.validate('eager') to raise at the bad update "
+                                 "(slow: a host sync per update)") from exc
             if isinstance(value, dict):
-                module.log_dict(value, on_step=False, on_epoch=True, prog_bar=self.prog_bar)
+                module.log_dict({k: _loggable(v) for k, v in value.items()}, on_step=False, on_epoch=True,
+                                prog_bar=self.prog_bar)
             else:
-                module.log(name, value, on_step=False, on_epoch=True, prog_bar=self.prog_bar)
+                module.log(name, _loggable(value), on_step=False, on_epoch=True, prog_bar=self.prog_bar)
             metric.reset()
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:

@@ -32,8 +32,11 @@ from the reduced copy without storing it; the local states are unchanged.
 
 Errors: what can be known without reading device data (argument values, shapes, dtypes) raises
 at ``update``, as torchmetrics does. Value errors (labels out of range, non-integral float labels,
-NaN) cannot be known without a host sync: they are counted on the device and reported by
-:func:`syncfree.to_host` or ``compute(check=True)`` (raise or warn per the metric's policy).
+NaN) cannot be known without a host sync: they are counted on the device and reported where the
+host reads values anyway, in the same transfer: :func:`syncfree.to_host`, ``compute(check=True)``,
+:class:`syncfree.lightning.EpochMetrics` (raise or warn per the metric's policy). Under
+``syncfree.validate("eager")`` (tests, debugging; a host sync per update) ``update`` and
+``forward`` raise at once, before the batch touches the states (see :mod:`syncfree.validation`).
 
 Checkpoints (``state_dict``/``load_state_dict``, the ``torch.distributed.checkpoint`` Stateful
 protocol) hold this rank's local states; see :mod:`syncfree.checkpoint` for the multi-rank scheme.
@@ -41,12 +44,14 @@ protocol) hold this rank's local states; see :mod:`syncfree.checkpoint` for the 
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
 
 from syncfree import checkpoint as _ckpt
+from syncfree import validation as _validation
 from syncfree.distributed import SyncRecord
 from syncfree.host import report_counters
 from syncfree.lifecycle import Counter, SyncLifecycle, SyncPart
@@ -135,6 +140,10 @@ def parse_base_kwargs(owner: str, kwargs: Dict[str, Any]) -> Tuple[Any, bool]:
     return group, sync_on_compute
 
 
+class _SyncToken:
+    """A metric's identity as the holder of a synced copy (kept by pickling and deepcopy, unlike ``id``)."""
+
+
 def _resolve_dtype(dst_type: Any) -> torch.dtype:
     if isinstance(dst_type, str):
         dst_type = getattr(torch, dst_type.replace("torch.", ""), None)
@@ -149,6 +158,7 @@ class Metric(nn.Module, SyncLifecycle):
     # torchmetrics compatibility attributes.
     full_state_update = False
     is_differentiable = False
+    higher_is_better: Optional[bool] = None  # True/False on the metrics where torchmetrics says so
     # The attributes ``_accumulate`` reads besides its arguments and states. Two metrics of one
     # ``_accumulate``, one state layout and equal values of these attributes fill their states alike,
     # so a MetricCollection updates them once (a compute group). None: the metric never shares.
@@ -162,6 +172,7 @@ class Metric(nn.Module, SyncLifecycle):
         self._checks: List[Check] = []
         self.state = MetricState()
         self._sync_record = SyncRecord()
+        self.sync_token = _SyncToken()  # names this metric's synced copy in its (maybe shared) states
         # Constant tensors (also plain attributes, see the module docstring), moved with the metric.
         self._const: Dict[str, Tensor] = {}
 
@@ -210,7 +221,7 @@ class Metric(nn.Module, SyncLifecycle):
 
     def states(self) -> Mapping[str, Tensor]:
         """The states ``compute`` reads: the synced copy after a sync, else the local states."""
-        return self.state.current()
+        return self.state.current(self.sync_token)
 
     @property
     def device(self) -> torch.device:
@@ -225,6 +236,16 @@ class Metric(nn.Module, SyncLifecycle):
     def update_count(self) -> int:
         """Host-side count of ``update``/``forward`` calls into these states (no sync; eager mode)."""
         return self.state.updates
+
+    @property
+    def update_called(self) -> bool:
+        """Whether the states took a batch (or a checkpoint) since construction or the last ``reset``
+        (torchmetrics' ``update_called``; host-side, no sync)."""
+        return not self.state.pristine
+
+    def clone(self) -> "Metric":
+        """An independent copy (``copy.deepcopy``: states copied on their device, no sync in flight)."""
+        return copy.deepcopy(self)
 
     def compute_group_key(self) -> Optional[Hashable]:
         """Equal keys: the metrics' updates fill their states alike (see ``_update_attributes``)."""
@@ -274,11 +295,16 @@ class Metric(nn.Module, SyncLifecycle):
     def update_group(self, *args: Any, **kwargs: Any) -> None:
         """``update`` of the states this metric holds, also when a compute group shares them (what
         a collection calls once per group)."""
+        if _validation.eager() and not torch.compiler.is_compiling():
+            batch = self.batch_states(*args, **kwargs)
+            self.check_batch_now(batch)  # raises before the batch touches the states
+            self.merge_batch(batch)
+            return
         state = self.state
         if not torch.compiler.is_compiling():  # a changing int would recompile per call
             state.updates += 1
         self._accumulate(state.view, *args, **kwargs)
-        state.synced = None  # it no longer describes this rank's states
+        state.synced = {}  # it no longer describes this rank's states
         state.pristine = False
 
     def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
@@ -302,8 +328,15 @@ class Metric(nn.Module, SyncLifecycle):
         if self.state.owners > 1:
             self._own_state()
         batch = self.batch_states(*args, **kwargs)
+        if _validation.eager() and not torch.compiler.is_compiling():
+            self.check_batch_now(batch)
         self.merge_batch(batch)
         return self._compute(batch)
+
+    def check_batch_now(self, batch: Mapping[str, Tensor]) -> None:
+        """Read the check counters of one batch (from :meth:`batch_states`) to the host and raise or
+        warn now: the ``syncfree.validate("eager")`` mode (a host sync, for tests and debugging)."""
+        report_counters(self._counters([batch]))
 
     def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
         """Reduce a batch's states (from :meth:`batch_states`) into the local states."""
@@ -339,7 +372,7 @@ class Metric(nn.Module, SyncLifecycle):
 
     # ---- SyncLifecycle --------------------------------------------------------------------
     def sync_parts(self) -> List[SyncPart]:
-        return [SyncPart("", self.state, self.sync_on_compute)]
+        return [SyncPart("", self.state, self.sync_on_compute, self.sync_token)]
 
     def _results(self, states: List[Mapping[str, Tensor]]) -> Tensor:
         return self._compute(states[0])
@@ -399,6 +432,7 @@ class Metric(nn.Module, SyncLifecycle):
                                       unexpected_keys, error_msgs)
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
+        state.setdefault("sync_token", _SyncToken())
         super().__setstate__(state)
         self._on_apply()
 

@@ -1,5 +1,5 @@
-"""Multilabel stat-score metrics: accuracy, precision, recall, F1, F-beta, specificity, stat scores
-and the Jaccard index over ``num_labels`` independent binary labels.
+"""Multilabel stat-score metrics: accuracy, precision, recall, F1, F-beta, specificity, stat scores,
+the Jaccard index and the confusion matrix over ``num_labels`` independent binary labels.
 
 Inputs, as torchmetrics: ``preds`` and ``target`` of one shape ``(N, num_labels, ...)``. Float preds
 are probabilities, or logits when any value is outside ``[0, 1]`` (sigmoid; decided per batch on
@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from syncfree import _scores
-from syncfree._labels import _check_common, _check_inputs, _check_zero_division, _labels_of
+from syncfree._labels import _NORMALIZE, _check_common, _check_inputs, _check_zero_division, _labels_of
 from syncfree.metric import Metric, host_scalar
 
 _BAD = ("{metric}: {count} value(s) outside {{0, 1}} were excluded (targets must be 0, 1 or ignore_index; "
@@ -139,6 +139,7 @@ def _beta(owner: str, beta: Any) -> float:
 
 class MultilabelAccuracy(_MultilabelStatScores):
     """Per-label accuracy (tp + tn) / all, averaged (micro: over every label and sample)."""
+    higher_is_better = True
 
     _kind = "accuracy"
 
@@ -150,6 +151,7 @@ class MultilabelAccuracy(_MultilabelStatScores):
 
 class MultilabelPrecision(_MultilabelStatScores):
     """Per-label precision tp / (tp + fp), averaged."""
+    higher_is_better = True
 
     _kind = "precision"
 
@@ -161,6 +163,7 @@ class MultilabelPrecision(_MultilabelStatScores):
 
 class MultilabelRecall(_MultilabelStatScores):
     """Per-label recall tp / (tp + fn), averaged."""
+    higher_is_better = True
 
     _kind = "recall"
 
@@ -194,6 +197,7 @@ class MultilabelStatScores(_MultilabelStatScores):
 
 class MultilabelF1Score(_MultilabelStatScores):
     """Per-label F1, averaged."""
+    higher_is_better = True
 
     _kind = "fbeta"
 
@@ -206,6 +210,7 @@ class MultilabelF1Score(_MultilabelStatScores):
 
 class MultilabelFBetaScore(_MultilabelStatScores):
     """Per-label F-beta, averaged."""
+    higher_is_better = True
 
     _kind = "fbeta"
 
@@ -220,6 +225,7 @@ class MultilabelFBetaScore(_MultilabelStatScores):
 
 class MultilabelJaccardIndex(_MultilabelStatScores):
     """Per-label intersection over union tp / (tp + fp + fn), averaged."""
+    higher_is_better = True
 
     def __init__(self, num_labels: Optional[int] = None, threshold: float = 0.5, average: Optional[str] = "macro",
                  ignore_index: Optional[int] = None, validate_args: bool = True, zero_division: float = 0,
@@ -230,3 +236,29 @@ class MultilabelJaccardIndex(_MultilabelStatScores):
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         cm = states["confmat"].permute(2, 0, 1)  # (L, 2, 2), torchmetrics' multilabel confusion matrix
         return _scores.jaccard(cm, self.average, None, self.zero_division, self.dtype)  # as torchmetrics
+
+
+class MultilabelConfusionMatrix(_MultilabelStatScores):
+    """One 2 x 2 confusion matrix per label, ``(num_labels, 2, 2)``: rows target, columns prediction
+    (``[[tn, fp], [fn, tp]]``), as torchmetrics; ``normalize`` as for the multiclass matrix."""
+
+    def __init__(self, num_labels: Optional[int] = None, threshold: float = 0.5, ignore_index: Optional[int] = None,
+                 normalize: Optional[str] = None, validate_args: bool = True, **kwargs: Any) -> None:
+        if normalize not in _NORMALIZE:
+            raise ValueError(f"{type(self).__name__}: normalize must be one of {_NORMALIZE}, got {normalize!r}")
+        super().__init__(num_labels, threshold, "micro", "global", ignore_index, validate_args, 0, kwargs)
+        self.normalize = normalize
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        confmat = states["confmat"].permute(2, 0, 1)  # (target, pred, label) -> (label, target, pred)
+        if self.normalize in (None, "none"):
+            return confmat.clone()
+        confmat = confmat.to(self.dtype)
+        if self.normalize == "true":
+            confmat = confmat / confmat.sum(-1, keepdim=True)
+        elif self.normalize == "pred":
+            confmat = confmat / confmat.sum(-2, keepdim=True)
+        else:
+            confmat = confmat / confmat.sum((-2, -1), keepdim=True)
+        # Labels without samples give 0/0: zero, as torchmetrics does (without its warning).
+        return torch.where(torch.isnan(confmat), torch.zeros_like(confmat), confmat)

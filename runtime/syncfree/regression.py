@@ -86,6 +86,7 @@ class _ErrorSum(Metric):
 
 class MeanSquaredError(_ErrorSum):
     """Mean squared error (root mean squared error with ``squared=False``)."""
+    higher_is_better = False
 
     _state = "sum_squared_error"
 
@@ -120,6 +121,7 @@ class MeanSquaredError(_ErrorSum):
 
 class MeanAbsoluteError(_ErrorSum):
     """Mean absolute error."""
+    higher_is_better = False
 
     _state = "sum_abs_error"
 
@@ -168,6 +170,7 @@ def _check_pair(owner: str, preds: Any, target: Any) -> None:
 
 class MeanAbsolutePercentageError(Metric):
     """Mean of ``|preds - target| / max(|target|, 1.17e-6)`` over every element (as torchmetrics)."""
+    higher_is_better = False
 
     _EPS = 1.17e-06
 
@@ -208,6 +211,7 @@ class R2Score(Metric):
     ``compute(check=True)`` raise the ``ValueError``. ``adjusted`` falls back to the plain score
     when ``adjusted >= total - 1``, as torchmetrics does (decided on the device, without its warning).
     """
+    higher_is_better = True
 
     def __init__(self, adjusted: int = 0, multioutput: str = "uniform_average", num_outputs: int = 1,
                  **kwargs: Any) -> None:

@@ -60,6 +60,7 @@ class BinarySpecificity(_BinaryReduced):
 
 class BinaryFBetaScore(_BinaryReduced):
     """F-beta of binary predictions: (1 + b^2) tp / ((1 + b^2) tp + b^2 fn + fp)."""
+    higher_is_better = True
 
     _kind = "fbeta"
 
@@ -93,6 +94,7 @@ class MulticlassSpecificity(_MulticlassReduced):
 
 class MulticlassFBetaScore(_MulticlassReduced):
     """Multiclass F-beta score."""
+    higher_is_better = True
 
     _kind = "fbeta"
 
@@ -118,6 +120,7 @@ class MulticlassStatScores(_MulticlassReduced):
 
 class BinaryJaccardIndex(BinaryConfusionMatrix):
     """Intersection over union of the positive class: tp / (tp + fp + fn)."""
+    higher_is_better = True
 
     def __init__(self, threshold: float = 0.5, ignore_index: Optional[int] = None, validate_args: bool = True,
                  zero_division: float = 0, **kwargs: Any) -> None:
@@ -130,6 +133,7 @@ class BinaryJaccardIndex(BinaryConfusionMatrix):
 
 class MulticlassJaccardIndex(MulticlassConfusionMatrix):
     """Per-class intersection over union, averaged (micro/macro/weighted/none)."""
+    higher_is_better = True
 
     def __init__(self, num_classes: Optional[int] = None, average: Optional[str] = "macro",
                  ignore_index: Optional[int] = None, validate_args: bool = True, zero_division: float = 0,

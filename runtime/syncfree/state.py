@@ -17,7 +17,7 @@ left alone; see :meth:`MetricState.check_batch`).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -81,12 +81,16 @@ class MetricState:
         self.reductions: Dict[str, str] = {}  # state name -> "sum" | "max" | "min"
         self.flats: Dict[str, Tensor] = {}
         self.view = StateView()
-        self.synced: Optional[Dict[str, Tensor]] = None
+        # The synced copies, by holder (the ``sync_token`` of the metric reading them): the members
+        # of a compute group share these states on this rank, but another rank may hold them apart,
+        # so each member's global value is its own.
+        self.synced: Dict[Any, Dict[str, Tensor]] = {}
         # Host-side facts (no sync): updates ever made, whether the states are still neutral, and
         # how many metrics hold this object (more than one: a collection's compute group).
         self.updates = 0
         self.pristine = True
         self.owners = 1
+        self.resets = 0  # reset count: a sync in flight never installs over a later reset
 
     # ---- layout ---------------------------------------------------------------------------
     def add_group(self, flat: str, specs: Sequence[Tuple[str, Sequence[int], str]], dtype: torch.dtype,
@@ -133,9 +137,10 @@ class MetricState:
         views = self.view.__dict__
         return {name: views[name] for name in self.reductions}
 
-    def current(self) -> Mapping[str, Tensor]:
-        """The states ``compute`` reads: the synced copy when current, else the local states."""
-        return self.synced if self.synced is not None else self.local()
+    def current(self, holder: Any = None) -> Mapping[str, Tensor]:
+        """The states ``compute`` reads for ``holder``: its synced copy when current, else the local states."""
+        synced = self.synced.get(holder)
+        return synced if synced is not None else self.local()
 
     @property
     def device(self) -> torch.device:
@@ -157,12 +162,13 @@ class MetricState:
     def reset(self) -> None:
         """Every state back to its neutral element; the synced copy is dropped."""
         self.fill_neutral(self.view)
-        self.synced = None
+        self.synced = {}
         self.pristine = True
+        self.resets += 1
 
     def touched(self) -> None:
         """Record that the local states changed: the synced copy no longer describes them."""
-        self.synced = None
+        self.synced = {}
         self.pristine = False
 
     def copy(self) -> "MetricState":
@@ -171,8 +177,8 @@ class MetricState:
         twin.layout = {name: list(slots) for name, slots in self.layout.items()}
         twin.reductions = dict(self.reductions)
         twin.flats = {name: t.clone() for name, t in self.flats.items()}
-        twin.synced = dict(self.synced) if self.synced is not None else None
-        twin.updates, twin.pristine = self.updates, self.pristine
+        twin.synced = dict(self.synced)
+        twin.updates, twin.pristine, twin.resets = self.updates, self.pristine, self.resets
         twin._bind()
         return twin
 
@@ -230,13 +236,13 @@ class MetricState:
     def apply(self, fn: Callable[[Tensor], Tensor]) -> None:
         """Move the flat tensors with ``fn`` (``nn.Module._apply``), each keeping its dtype."""
         self.flats = {name: keep_dtype(fn, t) for name, t in self.flats.items()}
-        self.synced = None
+        self.synced = {}
         self._bind()
 
     def cast_floats(self, dtype: torch.dtype) -> None:
         """Cast the floating flat tensors (values, not counts) to ``dtype``."""
         self.flats = {name: t.to(dtype) if t.is_floating_point() else t for name, t in self.flats.items()}
-        self.synced = None
+        self.synced = {}
         self._bind()
 
     # ---- pickling ------------------------------------------------------------------------------
@@ -248,5 +254,8 @@ class MetricState:
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
+        if not isinstance(state.get("synced"), dict):  # pickled before synced copies were per holder
+            state["synced"] = {}
+        state.setdefault("resets", 0)
         self.__dict__.update(state)
         self._bind()

@@ -32,6 +32,7 @@ _BAD_TARGETS = ("{metric}: {count} target token(s) outside [0, vocab_size) that 
 
 class Perplexity(Metric):
     """``exp(mean negative log-likelihood)`` of the target tokens under softmax(preds)."""
+    higher_is_better = False
 
     is_differentiable = True
 

@@ -109,7 +109,7 @@ def test_integer_preds_with_a_class_dimension_say_to_pass_float_scores():
     (lambda: syncfree.BinaryAccuracy(multidim_average="samplewise"), "samplewise"),
     (lambda: syncfree.MulticlassAccuracy(3, multidim_average="samplewise"), "samplewise"),
     (lambda: syncfree.Accuracy(task="multilabel"), "num_labels is required"),
-    (lambda: syncfree.ConfusionMatrix(task="multilabel", num_labels=3), "multilabel"),
+    (lambda: syncfree.ConfusionMatrix(task="multilabel"), "num_labels is required"),
     (lambda: syncfree.MulticlassAccuracy(), "num_classes is required"),
     (lambda: syncfree.Accuracy(task="multiclass"), "num_classes is required"),
 ])

@@ -95,6 +95,8 @@ METRICS = {
     "MultilabelSpecificity": (lambda: syncfree.MultilabelSpecificity(C), "multilabel"),
     "MultilabelStatScores": (lambda: syncfree.MultilabelStatScores(C), "multilabel"),
     "MultilabelJaccardIndex": (lambda: syncfree.MultilabelJaccardIndex(C), "multilabel"),
+    "MultilabelConfusionMatrix-true": (
+        lambda: syncfree.MultilabelConfusionMatrix(C, normalize="true", ignore_index=-1), "multilabel"),
     "Accuracy-multilabel": (lambda: syncfree.Accuracy(task="multilabel", num_labels=C), "multilabel"),
     "F1Score-multilabel": (lambda: syncfree.F1Score(task="multilabel", num_labels=C), "multilabel"),
     "Specificity": (lambda: syncfree.Specificity(task="multiclass", num_classes=C), "multiclass"),
@@ -107,6 +109,9 @@ METRICS = {
     "BinaryAUROC": (lambda: syncfree.BinaryAUROC(thresholds=torch.linspace(0, 1, 20)), "binary"),
     "BinaryAveragePrecision-ignore": (
         lambda: syncfree.BinaryAveragePrecision(thresholds=50, ignore_index=0), "binary"),
+    "MulticlassAUROC-weighted": (
+        lambda: syncfree.MulticlassAUROC(C, average="weighted", thresholds=11, ignore_index=-1), "multiclass"),
+    "MulticlassAveragePrecision": (lambda: syncfree.MulticlassAveragePrecision(C, thresholds=20), "multiclass"),
 }
 
 

@@ -73,9 +73,32 @@ def test_epoch_values_equal_torchmetrics():
 def test_compute_runs_only_at_epoch_ends(monkeypatch):
     calls = []
     for cls in (syncfree.Metric, syncfree.MetricCollection):
-        original = cls.compute
-        monkeypatch.setattr(cls, "compute", lambda self, *a, _o=original, **k: calls.append(type(self).__name__) or _o(self, *a, **k))
+        # what compute() and to_host() (EpochMetrics reads values and error counts with it) read
+        original = cls.states_for_compute
+        monkeypatch.setattr(cls, "states_for_compute", lambda self, *a, _o=original, **k: calls.append(type(self).__name__) or _o(self, *a, **k))
     module, _ = _fit(syncfree, [EpochMetrics()], epochs=3)
     # per epoch: Accuracy and MeanMetric (train), the collection (validation; it computes its members itself)
     assert sorted(calls) == sorted(["MulticlassAccuracy", "MeanMetric", "MetricCollection"] * 3), calls
     assert float(module.train_acc.compute()) == 0.0  # reset after the last epoch was logged
+
+
+class BadLabels(Net):
+    """Training targets out of range in one batch: torchmetrics raises at update; syncfree at the epoch end."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self.layer(x)
+        bad = y.clone()
+        if batch_idx == 2:
+            bad[:3] = CLASSES + 1
+        self.train_acc.update(logits, bad)
+        return torch.nn.functional.cross_entropy(logits, y)
+
+
+def test_value_errors_raise_at_the_epoch_end_naming_the_metric_and_the_count():
+    module = BadLabels(syncfree)
+    trainer = lightning.Trainer(max_epochs=1, accelerator="cpu", devices=1, logger=False,
+                                enable_checkpointing=False, enable_progress_bar=False,
+                                enable_model_summary=False, num_sanity_val_steps=0, callbacks=[EpochMetrics()])
+    with pytest.raises(ValueError, match=r"'train_acc'.*MulticlassAccuracy: 3 value\(s\) with a label outside"):
+        trainer.fit(module, _data(0), _data(1))

@@ -1,0 +1,38 @@
+"""``AUROC(task=...)`` and ``AveragePrecision(task=...)``: the binned binary or multiclass metric.
+
+As torchmetrics' task wrappers: ``task="binary"`` builds :class:`~syncfree.curves.BinaryAUROC` /
+:class:`~syncfree.curves.BinaryAveragePrecision`, ``task="multiclass"`` the ``Multiclass*`` ones
+of :mod:`syncfree.multiclass_curves`. ``thresholds=`` is required (see :mod:`syncfree.curves`);
+``task="multilabel"`` is not supported (``TypeError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from syncfree.classification import _task
+from syncfree.curves import BinaryAUROC, BinaryAveragePrecision, Thresholds
+from syncfree.metric import Metric
+from syncfree.multiclass_curves import MulticlassAUROC, MulticlassAveragePrecision
+
+
+class AUROC:
+    """``AUROC(task=...)`` builds a :class:`BinaryAUROC` or a :class:`MulticlassAUROC`."""
+
+    def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[str] = "macro", max_fpr: Optional[float] = None,
+                ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
+        if _task("AUROC", task, multilabel=False) == "binary":
+            return BinaryAUROC(max_fpr, thresholds, ignore_index, validate_args, **kwargs)
+        return MulticlassAUROC(num_classes, average, thresholds, ignore_index, validate_args, **kwargs)
+
+
+class AveragePrecision:
+    """``AveragePrecision(task=...)`` builds a :class:`BinaryAveragePrecision` or a :class:`MulticlassAveragePrecision`."""
+
+    def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[str] = "macro",
+                ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
+        if _task("AveragePrecision", task, multilabel=False) == "binary":
+            return BinaryAveragePrecision(thresholds, ignore_index, validate_args, **kwargs)
+        return MulticlassAveragePrecision(num_classes, average, thresholds, ignore_index, validate_args, **kwargs)

@@ -1,0 +1,163 @@
+"""Binned multiclass AUROC and average precision: one-vs-rest binary curves at fixed thresholds.
+
+As for the binary curves (:mod:`syncfree.curves`), ``thresholds=`` is required (an int ``n``:
+``linspace(0, 1, n)``; a list of floats in ``[0, 1]``; a 1-d tensor) and the result equals
+torchmetrics' with the same thresholds.
+
+Inputs, as torchmetrics: ``preds`` ``(N, C, ...)`` float scores, ``target`` ``(N, ...)`` labels in
+``[0, C)`` or ``ignore_index``. Scores outside ``[0, 1]`` (over the entries not ignored, decided per
+batch on the device) are logits: softmax over the class dimension. NaN scores are never positive.
+
+State: ``counts`` (C x 2 x (T + 1), int64): for class ``c`` and target "not c" / "c", how many
+predictions have ``k`` thresholds ``<= pred[:, c]`` (``searchsorted``); one ``put_`` per update.
+Entries of ignored or bad targets fall into a scratch bin; bad targets (not in ``[0, C)``, not
+``ignore_index``) are counted in ``_bad_targets`` and reported by :func:`syncfree.to_host` /
+``compute(check=True)`` (``ValueError`` with ``validate_args=True``, a warning otherwise).
+
+``average``: ``"macro"`` (mean over the classes), ``"weighted"`` (by the number of positives of each
+class), ``"none"``/``None`` (per class). As torchmetrics, classes whose score is NaN are left out of
+the averages (without its warning, which would need a host read).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Mapping, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from syncfree._labels import _check_num_classes
+from syncfree.curves import Thresholds, _count_at_most, _safe_div, _thresholds
+from syncfree.metric import Metric
+
+_BAD = "{metric}: {count} target value(s) outside [0, num_classes) and not ignore_index were excluded"
+_AVERAGES = ("macro", "weighted", "none", None)
+_INF = math.inf
+
+
+def _reduce(scores: Tensor, average: Optional[str], weights: Tensor) -> Tensor:
+    """Per-class ``scores`` averaged without the NaN ones (no host read)."""
+    if average in (None, "none"):
+        return scores
+    ok = ~torch.isnan(scores)
+    values = torch.where(ok, scores, torch.zeros_like(scores))
+    if average == "macro":
+        return values.sum() / ok.sum()
+    w = torch.where(ok, weights.to(values.dtype), torch.zeros_like(values))
+    return (values * _safe_div(w, w.sum().expand_as(w), 0.0)).sum()
+
+
+class _BinnedMulticlass(Metric):
+    """Per-class, per-threshold one-vs-rest counts (see the module docstring)."""
+
+    higher_is_better = True
+
+    def __init__(self, num_classes: Optional[int], average: Optional[str], thresholds: Thresholds,
+                 ignore_index: Optional[int], validate_args: bool, kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        C = _check_num_classes(owner, num_classes)
+        if average not in _AVERAGES:
+            raise ValueError(f"{owner}: average must be one of {_AVERAGES}, got {average!r}")
+        if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
+            raise ValueError(f"{owner}: ignore_index must be None or an int, got {ignore_index!r}")
+        thr = _thresholds(owner, thresholds)
+        self.num_classes = C
+        self.average = average
+        self.ignore_index = ignore_index
+        self.validate_args = validate_args
+        T = thr.numel()
+        self._T = T
+        order = torch.sort(thr, stable=True).indices
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(T)
+        self.add_constant("thresholds", thr)
+        self.add_constant("_sorted", thr[order].contiguous())
+        self.add_constant("_rank", rank)
+        self.add_constant("_classes", torch.arange(C, dtype=torch.int64))
+        self.add_constant("_class_base", torch.arange(C, dtype=torch.int64) * (2 * (T + 1)))
+        self._scratch_bin = C * 2 * (T + 1) + 1  # after counts and _bad_targets
+        self.add_state_group("_hist", [("counts", (C, 2, T + 1), "sum"), ("_bad_targets", (), "sum")],
+                             torch.int64, scratch=1)
+        self.add_check("_bad_targets", "error" if validate_args else "warn", _BAD, state=False)
+
+    def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
+        owner = type(self).__name__
+        C = self.num_classes
+        if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+            raise TypeError(f"{owner}.update: preds and target must be tensors")
+        if not preds.is_floating_point():
+            raise ValueError(f"{owner}.update: preds must be floating point scores (probabilities or logits), "
+                             f"got {preds.dtype}")
+        if target.is_floating_point() or target.is_complex():
+            raise ValueError(f"{owner}.update: target must be an integer tensor of labels, got {target.dtype}")
+        if preds.ndim < 2 or preds.shape[1] != C or target.shape != preds.shape[:1] + preds.shape[2:]:
+            raise ValueError(f"{owner}.update: preds must have shape (N, num_classes={C}, ...) and target (N, ...), "
+                             f"got {tuple(preds.shape)} and {tuple(target.shape)}")
+        p = preds.detach().movedim(1, -1).reshape(-1, C)
+        t = target.reshape(-1).long()
+        valid = (t >= 0) & (t < C)
+        if self.ignore_index is not None:
+            ignored = t == self.ignore_index
+            valid = valid & ~ignored
+            S._bad_targets.add_(torch.count_nonzero(~(valid | ignored)))
+            inside = ((p.clamp(0, 1) == p) | ignored.unsqueeze(1)).all()
+        else:
+            S._bad_targets.add_(torch.count_nonzero(~valid))
+            inside = (p.clamp(0, 1) == p).all()
+        p = torch.where(inside, p, p.softmax(1))
+        if p.dtype != self._sorted.dtype:
+            p = p.to(self._sorted.dtype)
+        p = torch.nan_to_num(p, nan=-_INF, posinf=_INF, neginf=-_INF)
+        bucket = _count_at_most(self._sorted, p.reshape(-1)).view(-1, C)
+        positive = (t.unsqueeze(1) == self._classes).long()
+        index = bucket.add_(positive, alpha=self._T + 1).add_(self._class_base)
+        index = torch.where(valid.unsqueeze(1), index, self._scratch_bin).reshape(-1)
+        S._hist.put_(index, torch.ones_like(index), accumulate=True)
+
+    def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
+        bad = (self.states() if states is None else states)["_bad_targets"]
+        return [(bad, policy, message) for _, policy, message in self._checks if policy != "off"]
+
+    def _stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """(tps, fps, tns, fns) per class and threshold (thresholds in the given order), and the
+        positives of every class."""
+        counts = states["counts"]
+        above = counts.flip(-1).cumsum(-1).flip(-1)  # [..., b]: entries with at least b thresholds <= pred
+        positive = above[..., 1:].index_select(-1, self._rank)
+        fps, tps = positive[:, 0], positive[:, 1]
+        return tps, fps, above[:, 0, :1] - fps, above[:, 1, :1] - tps, above[:, 1, 0]
+
+
+class MulticlassAUROC(_BinnedMulticlass):
+    """One-vs-rest area under the binned ROC curve of every class (trapezoidal rule), averaged."""
+
+    def __init__(self, num_classes: Optional[int] = None, average: Optional[str] = "macro",
+                 thresholds: Thresholds = None, ignore_index: Optional[int] = None, validate_args: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(num_classes, average, thresholds, ignore_index, validate_args, kwargs)
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        tps, fps, tns, fns, support = self._stats(states)
+        tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
+        fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
+        return _reduce(torch.trapezoid(tpr, fpr, dim=-1), self.average, support)
+
+
+class MulticlassAveragePrecision(_BinnedMulticlass):
+    """One-vs-rest step-wise area under the binned precision-recall curve of every class, averaged."""
+
+    def __init__(self, num_classes: Optional[int] = None, average: Optional[str] = "macro",
+                 thresholds: Thresholds = None, ignore_index: Optional[int] = None, validate_args: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(num_classes, average, thresholds, ignore_index, validate_args, kwargs)
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        tps, fps, _, fns, support = self._stats(states)
+        precision = torch.nan_to_num(_safe_div(tps, tps + fps, math.nan), nan=0.0)
+        recall = torch.nan_to_num(_safe_div(tps, tps + fns, math.nan), nan=0.0)
+        precision = torch.cat([precision, torch.ones_like(precision[:, :1])], -1)
+        recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
+        scores = -torch.sum((recall[:, 1:] - recall[:, :-1]) * precision[:, :-1], -1)
+        return _reduce(scores, self.average, support)
