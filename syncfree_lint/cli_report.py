@@ -152,5 +152,5 @@ def declined_fixes(diagnostics) -> str:
     if not declined:
         return ""
     lines = [f"No fix offered for {len(declined)} finding{'s' if len(declined) != 1 else ''}:\n"]
-    lines += [f"  {d.path}:{d.line}:{d.col}: {d.code} {d.fix_declined}\n" for d in declined]
+    lines += [f"  {d.where}: {d.code} {d.fix_declined}\n" for d in declined]
     return "".join(lines)
