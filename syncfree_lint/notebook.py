@@ -223,7 +223,7 @@ class _State:
 def one_cell_notebook(python: str) -> str:
     """A notebook holding ``python`` as its single code cell: how a program already joined (being
     fixed, or built from an editor's cells) is linted again under its notebook's name."""
-    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": python}
+    cell: Dict[str, object] = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": python}
     return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 

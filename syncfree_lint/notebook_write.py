@@ -34,7 +34,7 @@ class Rewritten:
 
     def diff(self, path: str) -> str:
         """A unified diff per changed cell, headed ``a/PATH:cell N``."""
-        out = []
+        out: List[str] = []
         name = path.lstrip("/")
         for number, old, new in self.changed:
             out.extend(difflib.unified_diff(
