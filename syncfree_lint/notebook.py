@@ -220,11 +220,19 @@ class _State:
             i += 1
 
 
+def notebook_text(sources: Sequence[str]) -> str:
+    """An nbformat 4 notebook of these code cells: how cells that are not a file (an editor's,
+    or a program being fixed) are linted under their notebook's name."""
+    cells: List[Dict[str, object]] = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+        for source in sources
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
 def one_cell_notebook(python: str) -> str:
-    """A notebook holding ``python`` as its single code cell: how a program already joined (being
-    fixed, or built from an editor's cells) is linted again under its notebook's name."""
-    cell: Dict[str, object] = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": python}
-    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    """A notebook holding an already joined program as its one cell (re-linted while fixing)."""
+    return notebook_text([python])
 
 
 def place_in_cells(diagnostics: Iterable[Diagnostic], read: Callable[[str], Optional[str]]) -> List[Diagnostic]:
