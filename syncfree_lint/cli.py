@@ -246,6 +246,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if progress is not None:
             progress.done()
     try:
+        if result.files == 0:  # say so: an empty folder, or every file excluded
+            sys.stderr.write(f"syncfree-lint: no Python files or notebooks to lint in {', '.join(paths)}\n")
         if (args.fix or args.diff) and stdin is None:
             status = _fix(args, paths, config, result, jobs, cache, out)
             if status is not None:
