@@ -97,10 +97,12 @@ def read_notebook(text: str) -> Notebook:
         raise NotebookError(f"notebook is not valid JSON: {exc.msg}", exc.lineno, exc.colno)
     except RecursionError:
         raise NotebookError("notebook is not valid JSON: nested too deeply")
-    if not isinstance(data, dict) or "cells" not in data or "nbformat" not in data:
-        raise NotebookError("not a Jupyter notebook (no 'cells' and 'nbformat' at the top level)")
+    if not isinstance(data, dict) or "nbformat" not in data:
+        raise NotebookError("not a Jupyter notebook (no 'nbformat' at the top level)")
     if data["nbformat"] != 4:
         raise NotebookError(f"notebook format {data['nbformat']!r} is not supported (only nbformat 4)")
+    if "cells" not in data:
+        raise NotebookError("not an nbformat 4 notebook (no 'cells')")
     language = _language(data.get("metadata"))
     if language not in (None, "python"):
         raise NotebookError(f"not a Python notebook (language: {language}); not linted")
