@@ -68,6 +68,8 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
     absolute = os.path.abspath(path)
     folder, filename = os.path.split(absolute)
     stem = filename[:-3] if filename.endswith(".py") else filename.rsplit(".", 1)[0]
+    if is_notebook(filename):  # never imported: its functions must not meet those of a module of its name
+        stem += "-ipynb"
     is_package = stem == "__init__"
     parts = [] if is_package else [stem]
     while os.path.isfile(os.path.join(folder, "__init__.py")):
