@@ -10,7 +10,7 @@ a cell that left the notebook is cleared too.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.notebook import notebook_text
@@ -46,8 +46,8 @@ def python_cells(workspace: Any, notebook: Any) -> List[Tuple[str, str]]:
 
 def by_cell(found: List[Diagnostic], cells: List[Tuple[str, str]]) -> Dict[str, List[Diagnostic]]:
     """The findings of the joined notebook per cell URI (every cell present, maybe empty); a
-    finding's ``line`` becomes its line in the cell; fixes and reach chains are left out (they
-    are in program lines, not a cell's). Findings with no cell (a bad notebook: it
+    finding's ``line`` becomes its line in the cell; its fix is left out (edits are in program
+    lines); its reach keeps ``path:cell N:line`` links (N counts these cells). Findings with no cell (a bad notebook: it
     cannot be, the server built it) go to the first cell."""
     out: Dict[str, List[Diagnostic]] = {uri: [] for uri, _ in cells}
     if not cells:
@@ -59,7 +59,7 @@ def by_cell(found: List[Diagnostic], cells: List[Tuple[str, str]]) -> Dict[str, 
         uri = cells[min(max(index, 0), len(cells) - 1)][0]
         shift = d.cell_start
         moved = replace(d, line=d.line - shift, end_line=None if d.end_line is None else d.end_line - shift,
-                        cell=None, cell_start=0, fix=None, reach=())
+                        cell=None, cell_start=0, fix=None)
         out[uri].append(moved)
     return out
 
@@ -68,9 +68,9 @@ class NotebookSync:
     """What the server remembers per notebook: the cell URIs it last published to."""
 
     def __init__(self, lint: Callable[[str, str, str], List[Diagnostic]],
-                 publish: Callable[[str, List[Diagnostic], str], None]) -> None:
+                 publish: Callable[[str, List[Diagnostic], str, Sequence[str]], None]) -> None:
         self._lint = lint  # (key, path, text) -> findings
-        self._publish = publish  # (cell uri, findings, cell text)
+        self._publish = publish  # (cell uri, findings, cell text, the notebook's Python cell URIs)
         self.cells: Dict[str, List[str]] = {}
 
     def refresh(self, workspace: Any, notebook_uri: str, path: Optional[str]) -> None:
@@ -82,12 +82,13 @@ class NotebookSync:
         name = path or os.path.abspath("untitled.ipynb")
         found = self._lint(notebook_uri, name, notebook_text([text for _, text in cells]))
         texts = dict(cells)
+        uris = [uri for uri, _ in cells]
         for uri, diagnostics in by_cell(found, cells).items():
-            self._publish(uri, diagnostics, texts[uri])
-        for gone in set(self.cells.get(notebook_uri, [])) - set(texts):
-            self._publish(gone, [], "")
-        self.cells[notebook_uri] = [uri for uri, _ in cells]
+            self._publish(uri, diagnostics, texts[uri], uris)
+        for gone in sorted(set(self.cells.get(notebook_uri, [])) - set(texts)):
+            self._publish(gone, [], "", uris)
+        self.cells[notebook_uri] = uris
 
     def close(self, notebook_uri: str) -> None:
         for uri in self.cells.pop(notebook_uri, []):
-            self._publish(uri, [], "")
+            self._publish(uri, [], "", [])

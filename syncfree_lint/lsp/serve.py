@@ -28,6 +28,7 @@ from syncfree_lint.diagnostic import Diagnostic, Edit
 from syncfree_lint.lsp.notebooks import NotebookSync, sync_options
 from syncfree_lint.lsp.session import Action, Session, actions_for, rule_href
 from syncfree_lint.noqa_edit import split_lines
+from syncfree_lint.notebook import split_where
 
 SOURCE = "syncfree-lint"
 DEBOUNCE_SECONDS = 0.2
@@ -95,7 +96,9 @@ class Positions:
         return types.Position(line=line - 1, character=self.units(text[: max(col, 0)]))
 
 
-def to_lsp(d: Diagnostic, positions: Positions, types: Any) -> Any:
+def to_lsp(d: Diagnostic, positions: Positions, types: Any, cell_uris: Sequence[str] = ()) -> Any:
+    """``cell_uris``: for a notebook's finding, its Python cells' URIs (a reach link
+    ``path:cell N:line`` points into cell N)."""
     start = positions.position(d.line, d.col - 1, types)
     if d.end_line is not None and d.end_col is not None:
         end = positions.position(d.end_line, d.end_col - 1, types)
@@ -103,11 +106,11 @@ def to_lsp(d: Diagnostic, positions: Positions, types: Any) -> Any:
         end = positions.position(d.line, d.col, types)
     related = []
     for where, what in d.reach:
-        path, _, line = where.rpartition(":")
-        number = int(line) - 1 if line.isdigit() else 0
-        spot = types.Position(line=max(number, 0), character=0)
+        path, cell, number = split_where(where)
+        spot = types.Position(line=max(number - 1, 0), character=0)
+        uri = cell_uris[cell - 1] if cell is not None and 0 < cell <= len(cell_uris) else uri_of(path)
         related.append(types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri_of(path), range=types.Range(start=spot, end=spot)),
+            location=types.Location(uri=uri, range=types.Range(start=spot, end=spot)),
             message=f"reached through: {what}",
         ))
     href = rule_href(d.code)
@@ -199,10 +202,10 @@ def build_server(session: Session) -> Any:
                                                              message=f"syncfree-lint: {type(exc).__name__}: {exc}"))
             return []
 
-    def publish_cell(uri: str, found: List[Diagnostic], text: str) -> None:
+    def publish_cell(uri: str, found: List[Diagnostic], text: str, cell_uris: Sequence[str]) -> None:
         positions = positions_for(text)
         server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=[to_lsp(d, positions, types) for d in found]))
+            uri=uri, diagnostics=[to_lsp(d, positions, types, cell_uris) for d in found]))
 
     notebooks = NotebookSync(lint_notebook, publish_cell)
 

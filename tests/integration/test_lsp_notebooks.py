@@ -93,6 +93,8 @@ def test_cells_are_one_program_and_findings_land_on_their_cell(tmp_path):
         [item] = await published(editor, uris[2], lambda ds: len(ds) == 1)
         assert item.code == "SFL101"
         assert (item.range.start.line, item.range.start.character) == (4, 10)  # line 5 of the loop cell
+        [link] = item.related_information  # the step loop: line 1 of the same cell
+        assert link.location.uri == uris[2] and link.location.range.start.line == 0 and "step loop" in link.message
         assert not await published(editor, uris[0], lambda ds: True)  # the setup cell: cleared, no finding
         assert uris[1] not in editor.published  # a markdown cell is not the server's
 
@@ -125,5 +127,22 @@ def test_a_syntax_error_in_a_cell_is_reported_on_that_cell(tmp_path):
         uris = open_notebook(editor, [(CODE, "python", SETUP), (CODE, "python", "def broken(:\n    pass\n")])
         [item] = await published(editor, uris[1], lambda ds: len(ds) == 1)
         assert item.code == "SFL000" and item.range.start.line == 0
+
+    run(tmp_path, scenario)
+
+
+def test_a_deleted_cell_is_cleared(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.syncfree-lint]\n")
+
+    async def scenario(editor):
+        uris = open_notebook(editor, [(CODE, "python", SETUP), (CODE, "python", LOOP)])
+        await published(editor, uris[1], lambda ds: len(ds) == 1)
+        editor.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=editor.uri(NOTEBOOK)),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+                structure=types.NotebookDocumentCellChangeStructure(
+                    array=types.NotebookCellArrayChange(start=1, delete_count=1, cells=[]),
+                    did_close=[types.TextDocumentIdentifier(uri=uris[1])])))))
+        await published(editor, uris[1], lambda ds: len(ds) == 0)
 
     run(tmp_path, scenario)
