@@ -183,7 +183,8 @@ def _serialize(source: str, text: str, start: int, end: int) -> str:
     items = [json.dumps(line, ensure_ascii=ascii_only) for line in lines]
     newline = "\r\n" if "\r\n" in text else "\n"
     layout = re.match(r"\[\r?\n([ \t]*)", old)
-    if layout is None and old.strip("[] \t") == "":  # an empty list: indent from the key's line
+    compact = "\n" not in text.rstrip("\r\n")  # the whole notebook on one line
+    if layout is None and not compact and old.strip("[] \t") == "":  # an empty list: indent from the key's line
         layout_indent = _indent_unit(text)
         key_line = text.rfind("\n", 0, start) + 1
         key_indent = text[key_line: key_line + len(text[key_line:]) - len(text[key_line:].lstrip(" \t"))]

@@ -120,3 +120,11 @@ def test_crlf_files_and_empty_sources():
     assert json.loads(new)["cells"][0]["source"] == ["y = 0\n"]
     assert "\n" not in new.replace("\r\n", "")
     assert set(source_spans(new)) == {0, 1}
+
+
+def test_an_empty_list_source_takes_the_file_layout():
+    for indent in (1, None):
+        text = notebook("", "x = 1\n", indent=indent)
+        new = write_cells(read_notebook(text), "y = 0\nx = 1\n").text
+        assert json.loads(new)["cells"][0]["source"] == ["y = 0\n"]
+        assert new == json.dumps(json.loads(new), indent=indent) + ("\n" if indent is not None else "")
