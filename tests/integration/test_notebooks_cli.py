@@ -130,6 +130,7 @@ def test_fix_writes_the_cells_back_and_nothing_else(book, capsys):
     assert isinstance(data["cells"][0]["source"], list)
     assert "“before”" in after
     assert "SFL301" not in out and "SFL304" not in out
+    assert path.read_bytes() == (NOTEBOOKS / "metrics.fixed.ipynb").read_bytes()  # the expected file, exactly
 
 
 def test_diff_shows_cells_and_writes_nothing(book, capsys):
