@@ -253,3 +253,17 @@ def test_fix_hook_rewrites_a_staged_notebook(project, env):
     fixed = (project / "train.ipynb").read_text()
     assert rc == 1, out
     assert fixed != text and "!nvidia-smi" in fixed and "from syncfree import MeanMetric" in fixed
+
+
+def test_hook_follows_a_helper_whose_caller_is_not_staged(project, env):
+    caller = HAZARD.replace("import torch\n", "import torch\n\nfrom helpers import log_step\n", 1)
+    caller = caller.replace("        total += loss.item()\n", "        log_step(loss)\n")
+    (project / "pyproject.toml").write_text("[tool.syncfree-lint]\n")
+    (project / "train.py").write_text(caller)
+    git("add", "pyproject.toml", "train.py", cwd=project, env=env)
+    git("commit", "-q", "--no-verify", "-m", "the loop", cwd=project, env=env)
+    (project / "helpers.py").write_text("def log_step(loss):\n    print(loss.item())\n")
+    git("add", "helpers.py", cwd=project, env=env)  # only the helper is staged
+    rc, out = pre_commit("run", "syncfree-lint", cwd=project, env=env)
+    assert rc == 1, out
+    assert "helpers.py:2:11: SFL101 " in out, out
