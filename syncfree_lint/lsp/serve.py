@@ -6,7 +6,7 @@
   makes it run per step as related information.
 - Notebooks (LSP 3.17 ``notebookDocument/*``, ``*.ipynb`` with Python cells): the cells are
   linted together as the command line lints the file, and findings are published per cell
-  (``syncfree_lint.lsp.notebooks``). Code actions are offered for files only.
+  (``syncfree_lint.lsp.notebooks``), with quick fixes per cell (no "fix all" in notebooks).
 - Code actions: the finding's fix ("(unsafe)" in the title when it may change behaviour),
   "suppress with ``# noqa: CODE``", and "fix all safe findings" (``source.fixAll``).
 
@@ -272,8 +272,10 @@ def build_server(session: Session) -> Any:
     )
     def code_action(ls: Any, params: Any) -> List[Any]:
         uri = params.text_document.uri
-        if in_notebook(uri):  # a cell's edits would be in the joined program's lines
-            return []
+        if in_notebook(uri):  # a cell: its notebook's findings, in the cell's lines
+            cell_actions = notebooks.actions(server.workspace, uri, params.range.start.line + 1, params.range.end.line + 1)
+            cell_positions = positions_for(server.workspace.get_text_document(uri).source)
+            return [to_code_action(action, uri, cell_positions, types) for action in cell_actions]
         doc, path, text = document(uri)
         only = [str(kind.value if hasattr(kind, "value") else kind) for kind in (params.context.only or [])]
         try:

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("pygls")
 from lsprotocol import types  # noqa: E402
 
-from tests.integration.test_lsp import Editor  # noqa: E402
+from tests.integration.test_lsp import Editor, apply  # noqa: E402
 
 SETUP = "%matplotlib inline\nimport torch\nmodel = torch.nn.Linear(4, 1).cuda()\nloader = []\n"
 LOOP = "for x, y in loader:\n    loss = model(x.cuda()).sum()\n    !echo step\n    loss.backward()\n    print(loss.item())\n"
@@ -144,5 +144,32 @@ def test_a_deleted_cell_is_cleared(tmp_path):
                     array=types.NotebookCellArrayChange(start=1, delete_count=1, cells=[]),
                     did_close=[types.TextDocumentIdentifier(uri=uris[1])])))))
         await published(editor, uris[1], lambda ds: len(ds) == 0)
+
+    run(tmp_path, scenario)
+
+
+FIXABLE_LOOP = ("losses = []\nfor x, y in loader:\n    out = model(x.cuda())\n    loss = ((out - y.cuda()) ** 2).mean()\n"
+                "    losses.append(loss.item())\n")
+
+
+def test_quick_fixes_are_offered_in_the_cell(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.syncfree-lint]\n")
+
+    async def scenario(editor):
+        uris = open_notebook(editor, [(CODE, "python", SETUP), (CODE, "python", FIXABLE_LOOP)])
+        [item] = await published(editor, uris[1], lambda ds: len(ds) == 1)
+        actions = await asyncio.wait_for(editor.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[1]), range=item.range,
+            context=types.CodeActionContext(diagnostics=[item]))), 60)
+        [fix] = [a for a in actions if "(unsafe)" in a.title]
+        [noqa] = [a for a in actions if "noqa" in a.title]
+        assert list(fix.edit.changes) == [uris[1]] and list(noqa.edit.changes) == [uris[1]]
+        assert "    losses.append(loss.detach())\n" in apply(FIXABLE_LOOP, fix.edit.changes[uris[1]])
+        assert "    losses.append(loss.item())  # noqa: SFL101\n" in apply(FIXABLE_LOOP, noqa.edit.changes[uris[1]])
+        # the setup cell has no finding: nothing to offer there
+        none = await asyncio.wait_for(editor.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[0]), range=item.range,
+            context=types.CodeActionContext(diagnostics=[]))), 60)
+        assert not none
 
     run(tmp_path, scenario)
