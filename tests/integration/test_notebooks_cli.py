@@ -182,13 +182,13 @@ def test_bad_notebooks_are_sfl000_findings(book, capsys):
 
 def test_a_folder_picks_up_notebooks_and_exclude_applies(tmp_path, capsys):
     (tmp_path / "pyproject.toml").write_text('[tool.syncfree-lint]\nexclude = ["drafts"]\n')
-    for folder in ("nb", "drafts"):
+    for folder in ("nb", "drafts", "nb/.ipynb_checkpoints"):
         (tmp_path / folder).mkdir()
         shutil.copyfile(NOTEBOOKS / "train.ipynb", tmp_path / folder / "train.ipynb")
     code, out, _ = lint(capsys, str(tmp_path))
     assert code == 1
     assert f"{tmp_path / 'nb' / 'train.ipynb'}:cell 5:9:19" in out
-    assert "drafts" not in out
+    assert "drafts" not in out and ".ipynb_checkpoints" not in out  # Jupyter's copies are skipped by default
 
 
 def test_stdin_filename_notebook(tmp_path):
