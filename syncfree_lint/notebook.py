@@ -29,6 +29,8 @@ PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 _ASSIGN_MAGIC = re.compile(r"^[ \t]*[A-Za-z_][\w.,\[\] \t]*=[ \t]*[!%]")
 #: a line magic whose argument is a statement: ``%time loss = step(x)``
 _TIMED = re.compile(r"^[ \t]*%(?:time|timeit|prun)[ \t]+(?=[^-\s])")
+#: statements that cannot follow ``pass;`` on one line
+_COMPOUND = frozenset({"for", "while", "if", "with", "def", "class", "try", "async", "match"})
 _CELL_WHERE = re.compile(r"^(?P<path>.*):cell (?P<cell>\d+):(?P<line>\d+)$")
 
 
@@ -155,7 +157,8 @@ def python_lines(lines: Sequence[str]) -> List[str]:
         if state.fresh() and is_ipython_line(line):
             indent = line[: len(line) - len(line.lstrip(" \t"))]
             timed = _TIMED.match(line)
-            if timed:  # ``%time <statement>``: the statement is linted, at its own columns
+            if timed and line[timed.end():].split(None, 1)[0].rstrip(":") not in _COMPOUND:
+                # ``%time <statement>``: the statement is linted, at its own columns
                 out[i] = indent + "pass;" + " " * (timed.end() - len(indent) - 5) + line[timed.end():]
                 state.feed(out[i])
                 continue

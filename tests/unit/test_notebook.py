@@ -45,6 +45,10 @@ def test_percent_time_keeps_the_statement_at_its_columns():
     assert line.index("f(x)") == "    %timeit y = f(x)\n".index("f(x)")
 
 
+def test_percent_time_of_a_compound_statement_is_a_plain_placeholder():
+    assert python_lines(["%time for x in y: f(x)\n"]) == ["pass\n"]
+
+
 def test_inside_a_string_or_brackets_nothing_is_replaced():
     text = 's = """\n%not a magic\n!nor this\n"""\nvalues = [\n    1,\n]\n'
     assert "".join(python_lines(source_lines(text))) == text
