@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Subcommand: `syncfree-lint server` runs the Language Server (stdio) for editors; "
                "see `syncfree-lint server --help`.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); `-` reads stdin")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files, notebooks (.ipynb) or folders to lint (default: .); `-` reads stdin; a named file of any other extension is read as Python")
     parser.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (ALL for every rule); replaces the default set")
     parser.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection (e.g. SFL402)")
     parser.add_argument("--ignore", type=_codes, metavar="CODES", help="codes or prefixes to disable")
