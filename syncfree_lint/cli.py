@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Subcommand: `syncfree-lint server` runs the Language Server (stdio) for editors; "
                "see `syncfree-lint server --help`.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); `-` reads stdin")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files, notebooks (.ipynb) or folders to lint (default: .); `-` reads stdin; a named file of any other extension is read as Python")
     parser.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (ALL for every rule); replaces the default set")
     parser.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection (e.g. SFL402)")
     parser.add_argument("--ignore", type=_codes, metavar="CODES", help="codes or prefixes to disable")
@@ -71,6 +71,8 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
     """Apply fixes (or print them with --diff). Returns an exit status for --diff, else None."""
     from syncfree_lint.engine import lint_text
     from syncfree_lint.fixes.apply import ChangedOnDisk, fix_text, write_atomically
+    from syncfree_lint.notebook import NotebookError, is_notebook
+    from syncfree_lint.notebook_fix import fix_notebook
     from syncfree_lint.source import SourceError, decode_source, detect_encoding
 
     def applicable(d) -> bool:
@@ -92,16 +94,25 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
             continue
         passes = iter([first])
         lint = lambda p, t: next(passes, None) or lint_text(p, t, config)  # noqa: E731
-        fixed = fix_text(path, text, lint, applicable)
+        if is_notebook(path):  # the cells are fixed as one program, then written back
+            try:
+                fixed, rewritten = fix_notebook(path, text, lint, applicable)
+            except NotebookError as exc:
+                sys.stderr.write(f"syncfree-lint: cannot fix {path}: {exc}\n")
+                continue
+            new_text, diff = rewritten.text, rewritten.diff(path)
+        else:
+            fixed = fix_text(path, text, lint, applicable)
+            new_text, diff = fixed.fixed, fixed.diff() if args.diff else ""
         if not fixed.changed:
             continue
         applied_all.extend(fixed.applied)
         fixed_count += len(fixed.applied)
         if args.diff:
-            diffs.append(fixed.diff())
+            diffs.append(diff)
             continue
         try:
-            write_atomically(path, fixed.fixed, data, encoding, data.startswith(b"\xef\xbb\xbf"))
+            write_atomically(path, new_text, data, encoding, data.startswith(b"\xef\xbb\xbf"))
         except ChangedOnDisk:
             sys.stderr.write(f"syncfree-lint: {path} changed on disk while fixing; left as it is\n")
         except OSError as exc:
@@ -113,7 +124,7 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
         stream.write(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}:\n")
         for d in sorted(applied_all):
             title = d.fix.title if d.fix is not None else ""
-            stream.write(f"  {d.path}:{d.line}:{d.col}: {d.code} {title}\n")
+            stream.write(f"  {d.where}: {d.code} {title}\n")
     if args.show_fixes:
         (sys.stderr if args.diff else out).write(declined_fixes(result.diagnostics))
     if args.diff:
@@ -235,6 +246,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if progress is not None:
             progress.done()
     try:
+        if result.files == 0:  # say so: an empty folder, or every file excluded
+            sys.stderr.write(f"syncfree-lint: no Python files or notebooks to lint in {', '.join(paths)}\n")
         if (args.fix or args.diff) and stdin is None:
             status = _fix(args, paths, config, result, jobs, cache, out)
             if status is not None:

@@ -36,14 +36,26 @@ def fix_stdin(args, name: str, text: str, config: Config, project_cache, out: Te
     def lint(path: str, source: str) -> List[Diagnostic]:
         return lint_text(path, source, config, project_cache=project_cache, project=not args.no_project)
 
-    fixed = fix_text(name, text, lint, applicable)
+    from syncfree_lint.notebook import NotebookError, is_notebook
+    from syncfree_lint.notebook_fix import fix_notebook
+
+    if is_notebook(name):  # the cells are fixed as one program; the notebook goes to stdout
+        try:
+            fixed, rewritten = fix_notebook(name, text, lint, applicable)
+        except NotebookError as exc:
+            sys.stderr.write(f"syncfree-lint: cannot fix {name}: {exc}\n")
+            fixed, rewritten = fix_text(name, text, lambda p, t: [], applicable), None
+        new_text, diff = (rewritten.text, rewritten.diff(name)) if rewritten is not None else (text, "")
+    else:
+        fixed = fix_text(name, text, lint, applicable)
+        new_text, diff = fixed.fixed, fixed.diff() if args.diff else ""
     if not fixed.changed:
         sys.stderr.write(only_unsafe_note(lint(name, text), args.unsafe_fixes))
     if args.diff:
-        out.write(fixed.diff())
+        out.write(diff)
         return 1 if fixed.changed else 0
-    out.write(fixed.fixed)
-    remaining = lint(name, fixed.fixed)
+    out.write(new_text)
+    remaining = lint(name, new_text)
     sys.stderr.write(format_text(remaining, unsafe_fixes=args.unsafe_fixes))
     if args.show_fixes and fixed.applied:
         sys.stderr.write(f"Fixed {_plural(len(fixed.applied), 'finding')}.\n")
@@ -55,7 +67,7 @@ def fix_stdin(args, name: str, text: str, config: Config, project_cache, out: Te
 def add_noqa_files(diagnostics: Sequence[Diagnostic], stdin: Stdin, out: TextIO) -> int:
     """Write ``# noqa: CODE`` on every reported line; files without findings are not touched."""
     from syncfree_lint.fixes.apply import ChangedOnDisk, write_atomically
-    from syncfree_lint.noqa_edit import add_noqa
+    from syncfree_lint.notebook import NotebookError
     from syncfree_lint.source import SourceError, decode_source, detect_encoding
 
     wanted: Dict[str, Dict[int, Set[str]]] = {}
@@ -64,7 +76,11 @@ def add_noqa_files(diagnostics: Sequence[Diagnostic], stdin: Stdin, out: TextIO)
             wanted.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)
     total = 0
     if stdin is not None:
-        new, total, skipped = add_noqa(stdin[1], wanted.get(stdin[0], {}))
+        try:
+            new, total, skipped = _with_noqa(stdin[0], stdin[1], wanted.get(stdin[0], {}))
+        except NotebookError as exc:
+            sys.stderr.write(f"syncfree-lint: cannot add noqa to {stdin[0]}: {exc}\n")
+            new, total, skipped = stdin[1], 0, []
         out.write(new)
         _warn_skipped(stdin[0], skipped)
     for path, lines in ({} if stdin is not None else wanted).items():
@@ -75,7 +91,11 @@ def add_noqa_files(diagnostics: Sequence[Diagnostic], stdin: Stdin, out: TextIO)
         except (OSError, SourceError) as exc:
             sys.stderr.write(f"syncfree-lint: cannot add noqa to {path}: {exc}\n")
             continue
-        new, written, skipped = add_noqa(text, lines)
+        try:
+            new, written, skipped = _with_noqa(path, text, lines)
+        except NotebookError as exc:
+            sys.stderr.write(f"syncfree-lint: cannot add noqa to {path}: {exc}\n")
+            continue
         _warn_skipped(path, skipped)
         if new == text:
             continue
@@ -88,6 +108,20 @@ def add_noqa_files(diagnostics: Sequence[Diagnostic], stdin: Stdin, out: TextIO)
             sys.stderr.write(f"syncfree-lint: cannot write {path}: {exc}\n")
     sys.stderr.write(f"Added {_plural(total, 'noqa directive')}.\n")
     return 0
+
+
+def _with_noqa(path: str, text: str, lines: Dict[int, Set[str]]) -> Tuple[str, int, List[int]]:
+    """``add_noqa`` on a file, or on a notebook's program with the cells written back."""
+    from syncfree_lint.noqa_edit import add_noqa
+    from syncfree_lint.notebook import is_notebook, read_notebook
+    from syncfree_lint.notebook_write import write_cells
+
+    if not is_notebook(path):
+        new, written, skipped = add_noqa(text, lines)
+        return new, written, list(skipped)
+    notebook = read_notebook(text)
+    program, written, skipped = add_noqa(notebook.python, lines)
+    return (write_cells(notebook, program).text if program != notebook.python else text), written, list(skipped)
 
 
 def _warn_skipped(path: str, lines: Sequence[int]) -> None:
@@ -152,5 +186,5 @@ def declined_fixes(diagnostics) -> str:
     if not declined:
         return ""
     lines = [f"No fix offered for {len(declined)} finding{'s' if len(declined) != 1 else ''}:\n"]
-    lines += [f"  {d.path}:{d.line}:{d.col}: {d.code} {d.fix_declined}\n" for d in declined]
+    lines += [f"  {d.where}: {d.code} {d.fix_declined}\n" for d in declined]
     return "".join(lines)

@@ -38,8 +38,27 @@ class Diagnostic:
     guarded: bool = field(default=False, compare=False)
     reach: Tuple[Tuple[str, str], ...] = field(default=(), compare=False)  # (where, what) links: why it runs per step, outermost first
     fix_declined: Optional[str] = field(default=None, compare=False)  # why a rule's fix was not offered here
+    # in a notebook (``syncfree_lint.notebook``): ``line`` stays the line of the joined program
+    # (fixes and noqa use it); ``cell`` is the 1-based cell and ``cell_start`` the lines before it
+    cell: Optional[int] = field(default=None, compare=False)
+    cell_start: int = field(default=0, compare=False)
+
+    @property
+    def shown_line(self) -> int:
+        """The line a reader looks for: in its cell for a notebook, else ``line``."""
+        return self.line - self.cell_start
+
+    @property
+    def shown_end_line(self) -> int:
+        return (self.end_line or self.line) - self.cell_start
+
+    @property
+    def where(self) -> str:
+        """``path:line:col``, or ``path:cell N:line:col`` in a notebook."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.shown_line}:{self.col}"
 
     def format(self, marked: bool = False) -> str:
         """flake8's shape; ``marked`` adds ruff's ``[*]`` after the code (a fix would apply)."""
         mark = " [*]" if marked else ""
-        return f"{self.path}:{self.line}:{self.col}: {self.code}{mark} {self.message}"
+        return f"{self.where}: {self.code}{mark} {self.message}"

@@ -30,6 +30,7 @@ from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
 from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
+from syncfree_lint.notebook import NotebookError, is_notebook, place_in_cells, read_file_text, read_notebook
 from syncfree_lint.project import ProjectIndex, context_files, find_project_root, summary_of
 from syncfree_lint.rules import ALL_RULES, DEFAULTS
 from syncfree_lint.rules.tool.internal_error import InternalError
@@ -67,6 +68,8 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
     absolute = os.path.abspath(path)
     folder, filename = os.path.split(absolute)
     stem = filename[:-3] if filename.endswith(".py") else filename.rsplit(".", 1)[0]
+    if is_notebook(filename):  # never imported: its functions must not meet those of a module of its name
+        stem += "-ipynb"
     is_package = stem == "__init__"
     parts = [] if is_package else [stem]
     while os.path.isfile(os.path.join(folder, "__init__.py")):
@@ -183,6 +186,13 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             facts = FileFacts(path, module_name, root)
             facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
+    if is_notebook(path):  # its code cells, joined into one program (``syncfree_lint.notebook``)
+        try:
+            text = read_notebook(text).python
+        except NotebookError as exc:
+            facts = FileFacts(path, *module_identity(path)[:2])
+            facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
+            return facts, 0, False
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if not external and not could_hold_finding(text, config.all_step_functions):
         module_name, root, _ = module_identity(path)
@@ -212,7 +222,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 def discover(paths: Sequence[str], config: Config) -> Iterator[str]:
-    """Python files under ``paths`` in a stable order; excluded folders are not entered.
+    """Python files and notebooks under ``paths`` in a stable order; excluded folders are not entered.
 
     A path named explicitly is linted even when excluded by default (as flake8 does)."""
     seen: Set[str] = set()
@@ -221,7 +231,7 @@ def discover(paths: Sequence[str], config: Config) -> Iterator[str]:
             for folder, dirs, files in os.walk(given, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(folder, d)))
                 for name in sorted(files):
-                    if not (name.endswith(".py") or name.endswith(".pyi")):
+                    if not (name.endswith(".py") or name.endswith(".pyi") or is_notebook(name)):
                         continue
                     full = os.path.join(folder, name)
                     if config.is_excluded(full) or full in seen:
@@ -331,8 +341,13 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
     diagnostics = resolve(all_facts)
     result.internal_errors = sum(1 for d in diagnostics if d.code == "SFL001")
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
-    result.diagnostics = select(diagnostics, config, enabled | always)
+    result.diagnostics = place_in_cells(select(diagnostics, config, enabled | always), _reader(stdin))
     return result
+
+
+def _reader(stdin: Optional[Tuple[str, str]]) -> Callable[[str], Optional[str]]:
+    """A file's text for ``place_in_cells``: a stdin buffer by its name, else read from disk."""
+    return lambda path: stdin[1] if stdin is not None and path == stdin[0] else read_file_text(path)
 
 
 def _run_parallel(files: Sequence[Union[str, Tuple[str, ExternalKinds]]], config: Config, enabled: FrozenSet[str], cache: Optional[Cache], jobs: int,
@@ -359,7 +374,7 @@ def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bo
     context = project_context([path], config, enabled, project_cache, 1) if project else []
     facts, = learn_across_files([facts], context, config, enabled, None, fixes, (path, text), noqa)
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
-    return select(resolve([facts] + context), config, enabled | always)
+    return place_in_cells(select(resolve([facts] + context), config, enabled | always), _reader((path, text)))
 
 
 def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config: Config, enabled: FrozenSet[str],

@@ -160,8 +160,10 @@ class SourceTexts:
 
     def __init__(self, given: Optional[Dict[str, str]] = None) -> None:
         self._texts: Dict[str, Optional[str]] = dict(given or {})
+        self._programs: Dict[str, Optional[str]] = {}
 
     def get(self, path: str) -> Optional[str]:
+        """The text findings' lines index: a notebook's joined program (``syncfree_lint.notebook``)."""
         if path not in self._texts:
             from syncfree_lint.source import SourceError, decode_source
 
@@ -170,4 +172,13 @@ class SourceTexts:
                     self._texts[path] = decode_source(handle.read())
             except (OSError, SourceError):
                 self._texts[path] = None
-        return self._texts[path]
+        if path not in self._programs:
+            self._programs[path] = self._texts[path]
+            from syncfree_lint.notebook import NotebookError, is_notebook, read_notebook
+
+            if is_notebook(path) and self._texts[path] is not None:
+                try:
+                    self._programs[path] = read_notebook(self._texts[path] or "").python
+                except NotebookError:
+                    self._programs[path] = None
+        return self._programs[path]

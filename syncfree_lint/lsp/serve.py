@@ -4,6 +4,9 @@
   and ``didSave`` (then every open document again: a saved caller can make a helper in another
   open file per step). Each has the rule's code, a link to its documentation, and the chain that
   makes it run per step as related information.
+- Notebooks (LSP 3.17 ``notebookDocument/*``, ``*.ipynb`` with Python cells): the cells are
+  linted together as the command line lints the file, and findings are published per cell
+  (``syncfree_lint.lsp.notebooks``), with quick fixes per cell (no "fix all" in notebooks).
 - Code actions: the finding's fix ("(unsafe)" in the title when it may change behaviour),
   "suppress with ``# noqa: CODE``", and "fix all safe findings" (``source.fixAll``).
 
@@ -22,8 +25,10 @@ from urllib.parse import unquote, urlparse
 from syncfree_lint import __version__
 from syncfree_lint.config import ConfigError
 from syncfree_lint.diagnostic import Diagnostic, Edit
+from syncfree_lint.lsp.notebooks import NotebookSync, sync_options
 from syncfree_lint.lsp.session import Action, Session, actions_for, rule_href
 from syncfree_lint.noqa_edit import split_lines
+from syncfree_lint.notebook import split_where
 
 SOURCE = "syncfree-lint"
 DEBOUNCE_SECONDS = 0.2
@@ -91,7 +96,9 @@ class Positions:
         return types.Position(line=line - 1, character=self.units(text[: max(col, 0)]))
 
 
-def to_lsp(d: Diagnostic, positions: Positions, types: Any) -> Any:
+def to_lsp(d: Diagnostic, positions: Positions, types: Any, cell_uris: Sequence[str] = ()) -> Any:
+    """``cell_uris``: for a notebook's finding, its Python cells' URIs (a reach link
+    ``path:cell N:line`` points into cell N)."""
     start = positions.position(d.line, d.col - 1, types)
     if d.end_line is not None and d.end_col is not None:
         end = positions.position(d.end_line, d.end_col - 1, types)
@@ -99,11 +106,11 @@ def to_lsp(d: Diagnostic, positions: Positions, types: Any) -> Any:
         end = positions.position(d.line, d.col, types)
     related = []
     for where, what in d.reach:
-        path, _, line = where.rpartition(":")
-        number = int(line) - 1 if line.isdigit() else 0
-        spot = types.Position(line=max(number, 0), character=0)
+        path, cell, number = split_where(where)
+        spot = types.Position(line=max(number - 1, 0), character=0)
+        uri = cell_uris[cell - 1] if cell is not None and 0 < cell <= len(cell_uris) else uri_of(path)
         related.append(types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri_of(path), range=types.Range(start=spot, end=spot)),
+            location=types.Location(uri=uri, range=types.Range(start=spot, end=spot)),
             message=f"reached through: {what}",
         ))
     href = rule_href(d.code)
@@ -144,7 +151,8 @@ def build_server(session: Session) -> Any:
     from lsprotocol import types
     from pygls.lsp.server import LanguageServer
 
-    server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+    server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                            notebook_document_sync=sync_options(types))
     pending: Dict[str, asyncio.TimerHandle] = {}
     reported: Dict[str, str] = {}  # configuration errors already shown, per document
 
@@ -180,11 +188,54 @@ def build_server(session: Session) -> Any:
             uri=uri, version=doc.version, diagnostics=[to_lsp(d, positions, types) for d in found],
         ))
 
-    def later(uri: str) -> None:
+    def later(uri: str, action: Any = publish) -> None:
         handle = pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
-        pending[uri] = asyncio.get_event_loop().call_later(DEBOUNCE_SECONDS, publish, uri)
+        pending[uri] = asyncio.get_event_loop().call_later(DEBOUNCE_SECONDS, action, uri)
+
+    def lint_notebook(key: str, path: str, text: str) -> List[Diagnostic]:
+        try:
+            return session.lint(key, path, text, project=None if os.path.exists(path) else False)
+        except Exception as exc:  # a bad configuration or a bug: say so, never take the server down
+            server.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
+                                                             message=f"syncfree-lint: {type(exc).__name__}: {exc}"))
+            return []
+
+    def publish_cell(uri: str, found: List[Diagnostic], text: str, cell_uris: Sequence[str]) -> None:
+        positions = positions_for(text)
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=[to_lsp(d, positions, types, cell_uris) for d in found]))
+
+    notebooks = NotebookSync(lint_notebook, publish_cell)
+
+    def refresh_notebook(uri: str) -> None:
+        pending.pop(uri, None)
+        notebooks.refresh(server.workspace, uri, path_of(uri))
+
+    def in_notebook(uri: str) -> bool:
+        return server.workspace.get_notebook_document(cell_uri=uri) is not None
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: Any, params: Any) -> None:
+        refresh_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: Any, params: Any) -> None:
+        later(params.notebook_document.uri, refresh_notebook)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_save(ls: Any, params: Any) -> None:
+        refresh_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_close(ls: Any, params: Any) -> None:
+        uri = params.notebook_document.uri
+        handle = pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        session.forget(uri)
+        notebooks.close(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: Any, params: Any) -> None:
@@ -199,8 +250,11 @@ def build_server(session: Session) -> Any:
         saved = params.text_document.uri
         publish(saved)
         for uri in sorted(server.workspace.text_documents):
-            if uri != saved and uri not in pending:
+            if uri != saved and uri not in pending and not in_notebook(uri):
                 publish(uri)
+        for uri in sorted(server.workspace.notebook_documents):
+            if uri not in pending:
+                refresh_notebook(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: Any, params: Any) -> None:
@@ -218,6 +272,10 @@ def build_server(session: Session) -> Any:
     )
     def code_action(ls: Any, params: Any) -> List[Any]:
         uri = params.text_document.uri
+        if in_notebook(uri):  # a cell: its notebook's findings, in the cell's lines
+            cell_actions = notebooks.actions(server.workspace, uri, params.range.start.line + 1, params.range.end.line + 1)
+            cell_positions = positions_for(server.workspace.get_text_document(uri).source)
+            return [to_code_action(action, uri, cell_positions, types) for action in cell_actions]
         doc, path, text = document(uri)
         only = [str(kind.value if hasattr(kind, "value") else kind) for kind in (params.context.only or [])]
         try:

@@ -22,7 +22,8 @@ _DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 
 def rule_href(code: str) -> Optional[str]:
     """Where a rule's documentation is: ``docs/rules.md#<anchor>`` of this checkout when the
-    package runs from one (an editable install), else the URL the JSON and SARIF outputs use."""
+    package runs from one (an editable install), else None (no link: ``syncfree-lint --explain
+    CODE`` prints the text, and the hover shows it)."""
     rule = BY_CODE.get(code)
     if rule is None:
         return None
@@ -30,9 +31,7 @@ def rule_href(code: str) -> Optional[str]:
 
     if _DOCS.is_file():
         return _DOCS.as_uri() + "#" + anchor(rule)
-    from syncfree_lint.output.formats import rule_url
-
-    return rule_url(code)
+    return None
 
 
 @dataclass

@@ -160,7 +160,7 @@ def test_manifest_declares_both_hooks():
     assert hooks["syncfree-lint-fix"]["entry"] == "syncfree-lint --fix"
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is False
 
 
@@ -226,3 +226,44 @@ def test_fix_hook_rewrites_a_fixable_file(project, env, tmp_path_factory):
     fixed = (project / "train.py").read_text()
     assert fixed != FIXABLE
     compile(fixed, "train.py", "exec")
+
+
+def _notebook(source: str) -> str:
+    import json
+
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": source.splitlines(keepends=True)}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_hook_lints_a_staged_notebook(project, env):
+    (project / "train.ipynb").write_text(_notebook("%matplotlib inline\n" + HAZARD))
+    git("add", "train.ipynb", cwd=project, env=env)
+    rc, out = pre_commit("run", "syncfree-lint", cwd=project, env=env)
+    assert rc == 1, out
+    assert "train.ipynb:cell 1:16:18: SFL101 " in out, out  # one line below: the magic keeps its line
+
+
+def test_fix_hook_rewrites_a_staged_notebook(project, env):
+    text = _notebook("!nvidia-smi\n" + FIXABLE)
+    (project / "train.ipynb").write_text(text)
+    git("add", "train.ipynb", cwd=project, env=env)
+    rc, out = pre_commit("run", "--hook-stage", "manual", "syncfree-lint-fix", "--files", "train.ipynb",
+                         cwd=project, env=env)
+    fixed = (project / "train.ipynb").read_text()
+    assert rc == 1, out
+    assert fixed != text and "!nvidia-smi" in fixed and "from syncfree import MeanMetric" in fixed
+
+
+def test_hook_follows_a_helper_whose_caller_is_not_staged(project, env):
+    caller = HAZARD.replace("import torch\n", "import torch\n\nfrom helpers import log_step\n", 1)
+    caller = caller.replace("        total += loss.item()\n", "        log_step(loss)\n")
+    (project / "pyproject.toml").write_text("[tool.syncfree-lint]\n")
+    (project / "train.py").write_text(caller)
+    git("add", "pyproject.toml", "train.py", cwd=project, env=env)
+    git("commit", "-q", "--no-verify", "-m", "the loop", cwd=project, env=env)
+    (project / "helpers.py").write_text("def log_step(loss):\n    print(loss.item())\n")
+    git("add", "helpers.py", cwd=project, env=env)  # only the helper is staged
+    rc, out = pre_commit("run", "syncfree-lint", cwd=project, env=env)
+    assert rc == 1, out
+    assert "helpers.py:2:11: SFL101 " in out, out

@@ -147,3 +147,30 @@ def test_crlf_bom_and_tabs_keep_positions(tmp_path):
     write(tmp_path, "train.py", b"\xef\xbb\xbf" + text.encode(), mode="wb")
     [diagnostic] = run([str(tmp_path)], Config()).diagnostics
     assert (diagnostic.line, diagnostic.col, diagnostic.code) == (6, 8, "SFL101")
+
+
+def _notebook(*sources):
+    import json
+
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+             for source in sources]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebooks_cells_are_one_module_with_its_step_loop(tmp_path):
+    # the model in one cell, the loop at the top level of another: the loop is a step loop
+    write(tmp_path, "train.ipynb", _notebook("import torch\n%matplotlib inline\nmodel = torch.nn.Linear(2, 2).cuda()\n",
+                                             "!nvidia-smi\nfor x, y in loader:\n    loss = model(x).sum()\n"
+                                             "    loss.backward()\n    print(loss.item())\n"))
+    result = run([str(tmp_path)], Config())
+    [d] = result.diagnostics
+    assert (d.code, d.line, d.cell, d.shown_line, d.col) == ("SFL101", 8, 2, 5, 11)
+    assert d.reach[0] == (f"{tmp_path / 'train.ipynb'}:cell 2:2", "step loop")
+    assert result.files == 1
+    assert module_identity(str(tmp_path / "train.ipynb"))[0] == "train-ipynb"  # never the module train.py
+
+
+def test_a_bad_notebook_is_sfl000(tmp_path):
+    write(tmp_path, "bad.ipynb", "{\"cells\": [")
+    [d] = run([str(tmp_path)], Config()).diagnostics
+    assert d.code == "SFL000" and "not valid JSON" in d.message and d.cell is None
