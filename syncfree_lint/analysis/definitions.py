@@ -15,7 +15,7 @@ from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.instances import InstanceTable, annotated_class, class_of_kind
-from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
+from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, mark_step
 from syncfree_lint.knowledge import frequency as facts
 
 
@@ -57,6 +57,9 @@ class DefinitionsMixin:
             name == "forward" and self.class_frame is not None and self.class_frame.is_module
         ) or self._is_batch_hook(name)) and self.uses_accelerator
         frame = FunctionFrame(qualname, name, is_step, self.class_frame, node)
+        if is_step:
+            frame.why = "forward of an nn.Module" if name == "forward" and name not in self.step_functions else \
+                "a framework hook run per batch" if name not in self.step_functions else "named as a step"
         self.functions[qualname] = frame
         saved = (self.function, self.loops, self.guard_depth)
         self.function, self.loops, self.guard_depth = frame, [], 0
@@ -93,7 +96,7 @@ class DefinitionsMixin:
             self._marker_functions.discard(qualname)
         elif qualname in self._stepping_functions and self.uses_accelerator \
                 and not name.startswith(facts.TEST_FUNCTION_PREFIX):
-            frame.is_step = True
+            mark_step(frame, "steps the optimizer or calls backward() itself")
         kinds = set(frame.returns)
         if len(kinds) == 1:
             self.returns[qualname] = kinds.pop()

@@ -14,7 +14,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.scope import (
-    FunctionFrame, LoopFrame, Placement, contains_step_marker, ends_the_run, has_modulo, is_equality_guard, is_flag_guard,
+    FunctionFrame, LoopFrame, Placement, contains_step_marker, mark_step, ends_the_run, has_modulo, is_equality_guard, is_flag_guard,
     is_host_branch, is_memo_guard, is_opt_in_call,
 )
 from syncfree_lint.analysis.arguments import PASSED
@@ -151,7 +151,8 @@ class FrequencyMixin:
                     continue
                 for target in self.resolve_local(ref):
                     if target in self._marker_functions or self.functions[target].is_step:
-                        loop.is_step = changed = self.has_steps = True
+                        mark_step(loop, f"calls {target.rsplit('.', 1)[-1]}(), which steps")
+                        changed = self.has_steps = True
                         if loop.function is not None:
                             loop.function.has_step_loop = True
                             self._marker_functions.discard(loop.function.qualname)

@@ -30,7 +30,7 @@ from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.model import Checker, Keyed, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
-    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, is_negated_flag, is_step_marker, iterated,
+    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, mark_step, is_negated_flag, is_step_marker, iterated,
     iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names,
 )
 from syncfree_lint.diagnostic import Fix
@@ -350,6 +350,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH
         self._bind_loop_target(node.target, node.iter, over_loader, item_kind)
         loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node, *self._guards_here())
+        loop.why = "iterates a data loader" if loop.is_step else ""
         self.loops.append(loop)
         iter_ref = self._iterated_function(node.iter)
         if iter_ref is not None:
@@ -366,6 +367,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         # `while True: batch = next(train_iter)`: a loop over batches, whatever its test
         drawn = draws_batches(node.body.body, lambda it: mentions_loader(it) or self.kind(it) in tensors.LOADERS)
         loop = LoopFrame(drawn and self.uses_accelerator, self.function, node, *self._guards_here())
+        loop.why = "draws batches with next()" if loop.is_step else ""
         self.loops.append(loop)
         self._visit(node.test)
         self._suite(node.body)
@@ -408,7 +410,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         qual = self.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if is_step_marker(node, qual):
             if self.loops:
-                self.loops[-1].is_step = self.loops[-1].is_step or self.uses_accelerator
+                if self.uses_accelerator:
+                    mark_step(self.loops[-1], f"calls {dotted(func) or 'a step marker'}()")
             elif self.function is not None:
                 self._marker_functions.add(self.function.qualname)
                 if isinstance(func, cst.Attribute) and func.attr.value != "zero_grad":

@@ -21,7 +21,7 @@ STEP = "<step>"  # the owner of code that runs once per step by its own position
 
 
 class FunctionFrame:
-    __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "returns", "has_step_loop", "node")
+    __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "returns", "has_step_loop", "node", "why")
 
     def __init__(self, qualname: str, name: str, is_step: bool, class_frame: Optional["ClassFrame"],
                  node: cst.CSTNode) -> None:
@@ -33,15 +33,17 @@ class FunctionFrame:
         self.rest_guarded = False
         self.returns: List[Optional[str]] = []
         self.has_step_loop = False  # an epoch function: its code outside that loop runs once per call
+        self.why = ""  # what makes it a step function, for the reach chain (``--show-reach``)
 
 
 class LoopFrame:
-    __slots__ = ("is_step", "rest_guarded", "function", "node", "guards_outside", "function_guarded_outside")
+    __slots__ = ("is_step", "rest_guarded", "function", "node", "guards_outside", "function_guarded_outside", "why")
 
     def __init__(self, over_loader: bool, function: Optional["FunctionFrame"], node: cst.CSTNode,
                  guards_outside: int = 0, function_guarded_outside: bool = False) -> None:
         self.node = node  # the loop statement, for the reach chain
         self.is_step = over_loader  # a marker call in its own body makes it one too
+        self.why = ""  # what makes it a step loop, for the reach chain (``--show-reach``)
         self.rest_guarded = False
         self.function = function  # the function whose body holds the loop (None: module level)
         # guards around the loop itself: they decide whether the loop runs, not how often its body
@@ -97,6 +99,13 @@ class Placement:
             return self.function.node
         return None
 
+    def step_why(self) -> str:
+        """Why ``step_origin`` runs once per step (``iterates a data loader``, ``calls optimizer.step()``)."""
+        for loop in reversed(self.loops):
+            if loop.is_step:
+                return loop.why
+        return self.function.why if self.function is not None and self.function.is_step else ""
+
     def owner(self) -> Optional[str]:
         """STEP, the enclosing function's qualname, or None (module level: runs once)."""
         if any(loop.is_step for loop in self.loops):
@@ -106,6 +115,13 @@ class Placement:
         if self.function.is_step:
             return STEP
         return self.function.qualname
+
+
+def mark_step(frame: "LoopFrame | FunctionFrame", why: str) -> None:
+    """Make ``frame`` a step (loop or function), keeping the first reason given."""
+    frame.is_step = True
+    if not frame.why:
+        frame.why = why
 
 
 def is_step_marker(call: cst.Call, qualname: Optional[str]) -> bool:

@@ -66,7 +66,8 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         if noqa.suppressed(finder.line_text(line), finding.code):
             continue
         origin = placement.step_origin() if placement is not None and owner == STEP else None
-        reach = (_origin_hop(walk.path, origin, finder),) if origin is not None else ()
+        reach = (_origin_hop(walk.path, origin, finder, placement.step_why()),) \
+            if origin is not None and placement is not None else ()
         fix, declined = _fix(finding, finder, walk.newline) if fixes else (None, None)
         diagnostic = Diagnostic(walk.path, line, col, finding.code, finding.message, fix, end_line, end_col,
                                 guarded, reach, declined)
@@ -96,11 +97,12 @@ def _parameter_names(node: cst.FunctionDef) -> Set[str]:
     return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
 
 
-def _origin_hop(path: str, origin: cst.CSTNode, finder: PositionFinder) -> Hop:
+def _origin_hop(path: str, origin: cst.CSTNode, finder: PositionFinder, why: str = "") -> Hop:
     line = finder.line_of(origin)
+    because = f" ({why})" if why else ""
     if isinstance(origin, cst.FunctionDef):
-        return (f"{path}:{line}", f"step function {origin.name.value}()")
-    return (f"{path}:{line}", "step loop")
+        return (f"{path}:{line}", f"step function {origin.name.value}(){because}")
+    return (f"{path}:{line}", f"step loop{because}")
 
 
 def _hops(path: str, site: CallSite, finder: PositionFinder, from_step: bool) -> Tuple[Hop, ...]:
@@ -109,7 +111,7 @@ def _hops(path: str, site: CallSite, finder: PositionFinder, from_step: bool) ->
     hops = []
     origin = site.placement.step_origin() if from_step else None
     if origin is not None:
-        hops.append(_origin_hop(path, origin, finder))
+        hops.append(_origin_hop(path, origin, finder, site.placement.step_why()))
     statement = site.statement
     line = finder.line_of(statement) if statement is not None else 1
     hops.append((f"{path}:{line}", callee_name(site.ref)))

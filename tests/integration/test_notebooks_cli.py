@@ -74,7 +74,7 @@ def test_json_carries_the_cell_and_in_cell_lines(book, capsys):
     assert first["start"] == {"line": 9, "column": 19} and first["end"] == {"line": 9, "column": 30}
     [edit] = first["fix"]["edits"]
     assert edit["start"]["line"] == edit["end"]["line"] == 9
-    assert first["reach"] == [{"where": f"{path}:cell 5:2", "what": "step loop"}]
+    assert first["reach"] == [{"where": f"{path}:cell 5:2", "what": "step loop (iterates a data loader)"}]
     assert first["explain"] == "syncfree-lint --explain SFL101"
     assert first["url"] == "docs/rules.md#sfl101-item-in-step"
     assert (Path(__file__).resolve().parents[2] / "docs" / "rules.md").is_file()

@@ -165,7 +165,7 @@ def test_a_notebooks_cells_are_one_module_with_its_step_loop(tmp_path):
     result = run([str(tmp_path)], Config())
     [d] = result.diagnostics
     assert (d.code, d.line, d.cell, d.shown_line, d.col) == ("SFL101", 8, 2, 5, 11)
-    assert d.reach[0] == (f"{tmp_path / 'train.ipynb'}:cell 2:2", "step loop")
+    assert d.reach[0] == (f"{tmp_path / 'train.ipynb'}:cell 2:2", "step loop (iterates a data loader)")
     assert result.files == 1
     assert module_identity(str(tmp_path / "train.ipynb"))[0] == "train-ipynb"  # never the module train.py
 

@@ -83,3 +83,33 @@ def test_masks_kept_in_variables(index: str, expected: bool) -> None:
             optimizer.step()
     """
     assert any(code == "SFL202" for _, code in reported(source)) is expected
+
+
+@pytest.mark.parametrize("source,why", [
+    (WHILE_LOOPS[1], "step loop (draws batches with next())"),
+    ("""
+    import torch
+    def step(model, x, optimizer):
+        model(x).mean().backward()
+        optimizer.step()
+
+    def train(model, data, optimizer):
+        model = model.cuda()
+        for x in data:
+            step(model, x, optimizer)
+            print(model(x).sum().item())
+    """, "step loop (calls step(), which steps)"),
+    ("""
+    import torch
+    def train(model, data, opt):
+        model = model.cuda()
+        for x in data:
+            loss = model(x).mean()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+    """, "step loop (calls loss.backward())"),
+])
+def test_the_reach_says_what_makes_the_loop_a_step(source: str, why: str) -> None:
+    found = engine.lint_text("loop.py", textwrap.dedent(source), Config())
+    assert any(d.reach and d.reach[0][1] == why for d in found), [d.reach for d in found]

@@ -68,5 +68,5 @@ def test_reach_names_the_step_loop_and_the_call(whole_runs) -> None:
     [diagnostic] = [d for d in result.diagnostics if d.code == "SFL101"]
     whats = [what for _, what in diagnostic.reach]
     wheres: List[str] = [where for where, _ in diagnostic.reach]
-    assert whats == ["step loop", "reduce_for_logging()"]
+    assert whats == ["step loop (iterates a data loader)", "reduce_for_logging()"]
     assert wheres[0].endswith("engine_loop.py:12") and wheres[1].endswith("engine_loop.py:19")
