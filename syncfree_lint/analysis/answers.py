@@ -29,6 +29,7 @@ class AnswersMixin:
     all_metric_sites: List[MetricSite]
     metric_escapes: Set[str]
     instances: InstanceTable
+    default_on_accelerator: bool
     class_frame: Optional[ClassFrame]
     _prefix: List[str]
 
@@ -57,6 +58,9 @@ class AnswersMixin:
 
     def import_statement(self, name: str) -> Optional[cst.CSTNode]:
         return self.imports.sources.get(name)
+
+    def default_device_is_accelerator(self) -> bool:
+        return self.default_on_accelerator
 
     def is_cpu_device(self, expr: cst.BaseExpression) -> bool:
         return tensors.is_cpu_device(expr, self.imports)

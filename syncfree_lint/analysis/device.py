@@ -183,3 +183,20 @@ def _base_name(expr: ast.AST) -> str:
 
 def _accelerator_module(name: str) -> bool:
     return any(name == module or name.startswith(module + ".") for module in facts.ACCELERATOR_MODULES)
+
+
+#: ``torch.set_default_device("cuda")``, ``torch.set_default_tensor_type(torch.cuda.FloatTensor)``
+#: (or its string form): factories without ``device=`` then build on the accelerator
+_DEFAULT_ON_ACCELERATOR = re.compile(
+    r"set_default_device\(\s*(?:torch\.device\(\s*)?['\"](?:cuda|mps|xpu|xla|npu|hpu)"
+    r"|set_default_tensor_type\(\s*['\"]?torch\.cuda\."
+)
+
+
+def default_device_is_accelerator(source: str) -> bool:
+    """The file makes an accelerator the default device (anywhere in its code, comments aside)."""
+    if "set_default_" not in source:
+        return False
+    code = _COMMENT.sub(_drop_comment, source) if "#" in source else source
+    return _DEFAULT_ON_ACCELERATOR.search(code) is not None
+

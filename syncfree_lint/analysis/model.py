@@ -78,6 +78,11 @@ class SemanticModel(Protocol):
         ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
         ...
 
+    def default_device_is_accelerator(self) -> bool:
+        """The file makes an accelerator the default device (``torch.set_default_device("cuda")``,
+        ``torch.set_default_tensor_type(torch.cuda.FloatTensor)``): factories build on it."""
+        ...
+
     def is_store(self, node: cst.CSTNode) -> bool:
         """True for an assignment target (``t[mask] = ...``)."""
         ...

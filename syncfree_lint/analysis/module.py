@@ -23,6 +23,7 @@ from syncfree_lint.analysis.calls import CallRef, CallsMixin
 from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
+from syncfree_lint.analysis.device import default_device_is_accelerator
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames
 from syncfree_lint.analysis.passed_callables import PassedCallables
@@ -80,6 +81,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")
         self.imports = ImportMap(module_name, is_package)
         self.inference = tensors.TensorInference(self.imports, self.lookup, self._call_kind, self.kind)
+        self.inference.factories_on_device = self.default_on_accelerator = default_device_is_accelerator(source)
         self.findings: List[Finding] = []
         self.calls: List[CallSite] = []
         self.rule_errors: List[Tuple[str, BaseException]] = []

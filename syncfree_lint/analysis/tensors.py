@@ -112,6 +112,7 @@ class TensorInference:
         self.lookup = lookup
         self.call_kind = call_kind  # kinds of calls of local functions and classes
         self.kind = memo or self.infer  # sub-expressions go through the caller's memo
+        self.factories_on_device = False  # the file makes an accelerator the default device
 
     def infer(self, expr: cst.BaseExpression) -> Optional[str]:
         method = _DISPATCH.get(type(expr))
@@ -329,6 +330,8 @@ class TensorInference:
                 data = positional(node, 0)
                 if data is not None and self.kind(data) in DEVICE_TENSORS:
                     return TENSOR
+            if self.factories_on_device and device is None and last != "from_numpy":
+                return TENSOR
             return HOST_TENSOR
         if last.endswith("_like"):
             first = positional(node, 0)

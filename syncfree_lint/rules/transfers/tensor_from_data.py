@@ -19,6 +19,8 @@ class TensorFromPythonData(Rule[cst.Call]):
                    "outside the step, or keep it a CPU tensor",
         "function": "`torch.{function}(..., device=...)` in a step copies host data to the device and waits; build it "
                     "once outside the step, or keep it a CPU tensor",
+        "default_device": "`torch.{function}(...)` with an accelerator as the default device copies host data to the "
+                          "device in a step and waits; build it once outside the step",
     }
     node_types = (cst.Call,)
     invalid = (
@@ -55,7 +57,10 @@ class TensorFromPythonData(Rule[cst.Call]):
     doc = """
 ## What it does
 Flags `torch.tensor(<python data>, device=<accelerator>)` and
-`torch.as_tensor(<python data or numpy>, device=...)` inside a step.
+`torch.as_tensor(<python data or numpy>, device=...)` inside a step. In a file that makes an
+accelerator the default device (`torch.set_default_device("cuda")`,
+`torch.set_default_tensor_type(torch.cuda.FloatTensor)`), also `torch.tensor(data)` and
+`torch.Tensor([...])` without `device=`: they build on the accelerator too.
 
 ## Why it syncs
 The data is in pageable host memory. The copy to the device is synchronous with respect to the
@@ -88,10 +93,14 @@ Lists and arrays have no automatic fix: hoisting needs the data to be step-invar
     def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if not isinstance(node.func, (cst.Attribute, cst.Name)):
             return
-        qual = ctx.qualname(node.func)
+        qual = ctx.qualname(node.func) or ""
+        device = keyword_value(node, "device")
+        if device is None and ctx.default_device_is_accelerator() and _from_python_data(node, qual):
+            # `torch.Tensor([1e10])` after `torch.set_default_tensor_type(torch.cuda.FloatTensor)`
+            ctx.report(self, node, "default_device", function=qual.split(".")[-1])
+            return
         if qual not in ("torch.tensor", "torch.as_tensor", "torch.asarray"):
             return
-        device = keyword_value(node, "device")
         if device is None or ctx.is_cpu_device(device):
             return
         data = positional(node, 0)
@@ -99,3 +108,21 @@ Lists and arrays have no automatic fix: hoisting needs the data to be step-invar
             return
         fix = FixPlan(self.fix_title, "safe", scalar_tensor.builder(node, ctx.current_scope(), ctx.state(self).setdefault("scopes", {})))
         ctx.report(self, node, "function", fix=fix, function=qual.split(".")[-1])
+
+
+#: constructors that copy Python data: ``torch.tensor(x)``, and the legacy ``torch.Tensor([...])`` forms
+_DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+_LEGACY_CONSTRUCTORS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.IntTensor",
+                                  "torch.DoubleTensor", "torch.BoolTensor", "torch.HalfTensor"})
+
+
+def _from_python_data(node: cst.Call, qual: str) -> bool:
+    """A constructor that copies host data: ``torch.tensor(...)`` of anything, the legacy
+    ``torch.Tensor(...)`` only of a list or tuple (``torch.Tensor(3, 4)`` is a shape)."""
+    data = positional(node, 0)
+    if data is None:
+        return False
+    if qual in _DATA_CONSTRUCTORS:
+        return True
+    return qual in _LEGACY_CONSTRUCTORS and isinstance(data, (cst.List, cst.Tuple, cst.ListComp))
+
