@@ -136,6 +136,10 @@ class FrequencyMixin:
 
     def _close_loop(self) -> None:
         loop = self.loops.pop()
+        if loop.is_step and loop.zero_grad_only and loop.holds_step_loop:
+            loop.is_step, loop.why = False, ""  # `for epoch ...: opt.zero_grad(); for batch in loader: ...`
+        if loop.is_step and self.loops:
+            self.loops[-1].holds_step_loop = True
         self.has_steps = self.has_steps or loop.is_step
         if loop.is_step and loop.function is not None:
             loop.function.has_step_loop = True

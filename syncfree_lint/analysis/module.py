@@ -413,7 +413,10 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         if is_step_marker(node, qual):
             if self.loops:
                 if self.uses_accelerator:
-                    mark_step(self.loops[-1], f"calls {dotted(func) or 'a step marker'}()")
+                    loop = self.loops[-1]
+                    clears = isinstance(func, cst.Attribute) and func.attr.value == "zero_grad"
+                    loop.zero_grad_only = clears and (loop.zero_grad_only or not loop.is_step)
+                    mark_step(loop, f"calls {dotted(func) or 'a step marker'}()")
             elif self.function is not None:
                 self._marker_functions.add(self.function.qualname)
                 if isinstance(func, cst.Attribute) and func.attr.value != "zero_grad":

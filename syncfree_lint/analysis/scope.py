@@ -37,13 +37,18 @@ class FunctionFrame:
 
 
 class LoopFrame:
-    __slots__ = ("is_step", "rest_guarded", "function", "node", "guards_outside", "function_guarded_outside", "why")
+    __slots__ = ("is_step", "rest_guarded", "function", "node", "guards_outside", "function_guarded_outside", "why",
+                 "zero_grad_only", "holds_step_loop")
 
     def __init__(self, over_loader: bool, function: Optional["FunctionFrame"], node: cst.CSTNode,
                  guards_outside: int = 0, function_guarded_outside: bool = False) -> None:
         self.node = node  # the loop statement, for the reach chain
         self.is_step = over_loader  # a marker call in its own body makes it one too
         self.why = ""  # what makes it a step loop, for the reach chain (``--show-reach``)
+        # its only marker is ``zero_grad()``, and a loop inside it is a step loop: an epoch loop
+        # that clears the gradients before its batch loop (settled when it closes)
+        self.zero_grad_only = False
+        self.holds_step_loop = False
         self.rest_guarded = False
         self.function = function  # the function whose body holds the loop (None: module level)
         # guards around the loop itself: they decide whether the loop runs, not how often its body

@@ -113,3 +113,34 @@ def test_masks_kept_in_variables(index: str, expected: bool) -> None:
 def test_the_reach_says_what_makes_the_loop_a_step(source: str, why: str) -> None:
     found = engine.lint_text("loop.py", textwrap.dedent(source), Config())
     assert any(d.reach and d.reach[0][1] == why for d in found), [d.reach for d in found]
+
+
+def test_an_epoch_loop_that_clears_gradients_before_its_batch_loop_is_not_a_step_loop() -> None:
+    source = """
+    import torch
+    def train(model, loader, optimizer, epochs):
+        for epoch in range(epochs):
+            optimizer.zero_grad()
+            for x, y in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            torch.save(model.state_dict(), "last.pt")
+            print(loss.item())
+    """
+    assert reported(source) == set()
+
+
+def test_accumulation_outer_loop_that_steps_stays_a_step_loop() -> None:
+    source = """
+    import torch
+    def train(model, loader, optimizer):
+        for chunks in loader:
+            optimizer.zero_grad()
+            for x in chunks:
+                model(x.cuda()).mean().backward()
+            optimizer.step()
+            print(model(chunks[0].cuda()).mean().item())
+    """
+    assert any(code == "SFL101" for _, code in reported(source))

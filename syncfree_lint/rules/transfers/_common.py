@@ -28,4 +28,7 @@ def device_target(node: cst.Call, ctx: SemanticModel) -> Optional[cst.BaseExpres
         return None
     if isinstance(target, cst.Attribute) and target.attr.value in _DTYPE_WORDS:
         return None
+    name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
+    if "dtype" in name.lower():
+        return None  # `.to(dtype)`, `.to(x.dtype)`: a cast
     return target
