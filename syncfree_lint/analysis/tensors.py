@@ -14,6 +14,7 @@ import libcst as cst
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.knowledge import torch_api as api
+from syncfree_lint.knowledge.frequency import is_module_name
 
 TENSOR = "tensor"
 MASK = "mask"  # boolean tensor
@@ -272,11 +273,17 @@ class TensorInference:
             bound = self.lookup(func.value)
             if bound == MODULE or bound == METRIC:
                 return TENSOR
+            if bound is None and is_module_name(func.value) and node.args:
+                return TENSOR  # `logits = model(x)` in a helper handed the model
             if bound == MODULE_CLASS:
                 return MODULE
         return None
 
     def _qualified_call(self, qual: str, node: cst.Call) -> Optional[str]:
+        if qual in api.BUILTINS_KEEPING_TENSORS:  # abs(t - 0.5), round(t): still a tensor
+            first = positional(node, 0)
+            if first is not None and self.kind(first) in DEVICE_TENSORS:
+                return TENSOR
         if qual in api.BUILTINS_OVER_ELEMENTS:  # sum(t), max(t): a 0-d tensor where t lives
             first = positional(node, 0)
             if first is not None and self.kind(first) in DEVICE_TENSORS:

@@ -104,6 +104,25 @@ def is_loader_name(name: str) -> bool:
     last = name.rsplit(".", 1)[-1].lower()
     return any(word in last for word in LOADER_WORDS)
 
+#: names that hold a network: calling one (``model(x)``, ``self.net(x)``) gives a tensor even where
+#: nothing else says what the name holds (a parameter of a helper)
+MODULE_WORDS = ("model", "net", "network", "encoder", "decoder", "backbone", "policy", "actor", "critic",
+                "generator", "discriminator", "classifier", "ddp_model", "unet", "transformer")
+
+
+def is_module_name(name: str) -> bool:
+    """``model``, ``net``, ``policy_net``: the last name part is a network word; not a width
+    (``d_model``, ``n_net``) nor a name, path or factory of one (``model_fn``, ``model_name``)."""
+    last = name.rsplit(".", 1)[-1].lower()
+    parts = [p for p in last.split("_") if p]
+    if not parts or parts[-1] in ("fn", "cls", "class", "name", "names", "type", "path", "dir", "cfg", "config",
+                                  "kwargs", "args", "id", "ids", "size", "dim"):
+        return False
+    if last.startswith(("d_", "n_", "num_")):
+        return False
+    return parts[-1] in MODULE_WORDS or last in MODULE_WORDS
+
+
 #: calls that end the process: a branch that ends in one (or in ``raise``) runs at most once per run
 PROCESS_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 

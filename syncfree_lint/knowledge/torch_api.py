@@ -103,5 +103,7 @@ MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "hea
 
 #: Python builtins that fold a tensor's elements into a 0-d tensor on the same device
 BUILTINS_OVER_ELEMENTS = frozenset({"sum", "max", "min"})
+#: Python builtins that return a tensor where the tensor lives (``abs(t)``, ``round(t)``)
+BUILTINS_KEEPING_TENSORS = frozenset({"abs", "round", "pow"})
 #: device strings of accelerators (``"cuda"``, ``"cuda:1"``, ``"mps"``)
 ACCELERATOR_DEVICE_STRINGS = frozenset({"cuda", "mps", "xla", "xpu", "npu", "hpu"})

@@ -371,3 +371,34 @@ def test_syncing_api_table(call: str, expected: bool) -> None:
                 {call}
     """
     assert bool(_syncing(source)) is expected
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("model", True), ("policy_net", True), ("self.encoder", True), ("ddp_model", True), ("target_net", True),
+    ("d_model", False), ("model_fn", False), ("model_name", False), ("num_model", False), ("modeling", False),
+    ("network_dir", False), ("netloc", False),
+])
+def test_module_names(name: str, expected: bool) -> None:
+    assert facts.is_module_name(name) is expected
+
+
+@pytest.mark.parametrize("expr,expected", [
+    ("abs(p - 0.5) < 0.05", True), ("round(p) > 1", True), ("abs(n - 1) < 2", False),
+])
+def test_builtins_that_keep_a_tensor(expr: str, expected: bool) -> None:
+    import textwrap
+
+    from syncfree_lint import engine
+    source = textwrap.dedent(f"""
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                p = model(x.cuda()).mean()
+                n = len(y)
+                if {expr}:
+                    print("edge")
+                p.backward()
+                optimizer.step()
+    """)
+    found = {d.code for d in engine.lint_text("t.py", source, Config())}
+    assert ("SFL106" in found) is expected
