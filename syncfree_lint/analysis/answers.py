@@ -4,7 +4,7 @@ with the walk in ``analysis.module``. Mixed into ``ModuleAnalysis``; reads, neve
 """
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -13,6 +13,7 @@ from syncfree_lint.analysis.filefacts import Finding
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable
 from syncfree_lint.analysis.metric_sites import MetricSite
+from syncfree_lint.analysis.model import Keyed
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
 
 
@@ -29,6 +30,9 @@ class AnswersMixin:
     all_metric_sites: List[MetricSite]
     metric_escapes: Set[str]
     instances: InstanceTable
+    _stores: Set[int]
+    _state: Dict[str, Dict[Any, Any]]
+    kind: Callable[[cst.BaseExpression], Optional[str]]
     default_on_accelerator: bool
     class_frame: Optional[ClassFrame]
     _prefix: List[str]
@@ -45,6 +49,23 @@ class AnswersMixin:
             return ClassRef(*found) if found is not None else None
         return None
 
+
+    # values
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Positive evidence that ``expr`` is a tensor that may live on an accelerator."""
+        return self.kind(expr) in tensors.DEVICE_TENSORS
+
+    def maybe_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Not known to be anything but a device tensor (numpy, number, host tensor, module)."""
+        return self.kind(expr) not in tensors.NOT_DEVICE
+
+    def is_store(self, node: cst.CSTNode) -> bool:
+        """True for an assignment target (``t[mask] = ...``)."""
+        return id(node) in self._stores
+
+    def state(self, rule: Keyed) -> Dict[Any, Any]:
+        """Per-file scratch space for one rule."""
+        return self._state.setdefault(rule.code, {})
 
     # imports
     def is_imported(self, name: str) -> bool:

@@ -28,6 +28,7 @@ class DefinitionsMixin:
     class_frame: Optional[ClassFrame]
     loops: List[LoopFrame]
     guard_depth: int
+    guard_nodes: List[cst.CSTNode]
     step_functions: frozenset
     uses_accelerator: bool
     parameter_kinds: Dict[str, Dict[str, str]]
@@ -61,8 +62,8 @@ class DefinitionsMixin:
             frame.why = "forward of an nn.Module" if name == "forward" and name not in self.step_functions else \
                 "a framework hook run per batch" if name not in self.step_functions else "named as a step"
         self.functions[qualname] = frame
-        saved = (self.function, self.loops, self.guard_depth)
-        self.function, self.loops, self.guard_depth = frame, [], 0
+        saved = (self.function, self.loops, self.guard_depth, self.guard_nodes)
+        self.function, self.loops, self.guard_depth, self.guard_nodes = frame, [], 0, []
         env: Dict[str, Optional[str]] = {}
         self._envs.append(env)
         self._kinds.clear()
@@ -91,7 +92,7 @@ class DefinitionsMixin:
         self._prefix.pop()
         self._envs.pop()
         self._kinds.clear()
-        self.function, self.loops, self.guard_depth = saved
+        self.function, self.loops, self.guard_depth, self.guard_nodes = saved
         if frame.has_step_loop:  # an epoch function: its own markers run once per call
             self._marker_functions.discard(qualname)
         elif qualname in self._stepping_functions and self.uses_accelerator \

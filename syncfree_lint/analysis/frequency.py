@@ -34,6 +34,7 @@ class FrequencyMixin:
     has_steps: bool
     loops: List[LoopFrame]
     guard_depth: int
+    guard_nodes: List[cst.CSTNode]
     uses_accelerator: bool
     logging_words: Tuple[str, ...]
     opt_in_words: Tuple[str, ...]
@@ -50,7 +51,8 @@ class FrequencyMixin:
     def placement(self) -> Placement:
         return Placement(tuple(self.loops), self.function, self.guard_depth,
                          tuple(loop.rest_guarded for loop in self.loops),
-                         self.function is not None and self.function.rest_guarded)
+                         self.function is not None and self.function.rest_guarded,
+                         self.guard_nodes[-1] if self.guard_nodes else None)
 
     def _guards_here(self) -> Tuple[int, bool]:
         """What a loop starting here is nested in: guards, and a guarded early return."""

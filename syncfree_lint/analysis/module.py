@@ -28,7 +28,7 @@ from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames
 from syncfree_lint.analysis.passed_callables import PassedCallables
 from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
-from syncfree_lint.analysis.model import Checker, Keyed, Reporting
+from syncfree_lint.analysis.model import Checker, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, mark_step, is_negated_flag, is_step_marker, iterated,
@@ -101,6 +101,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.class_frame: Optional[ClassFrame] = None
         self.loops: List[LoopFrame] = []
         self.guard_depth = 0
+        self.guard_nodes: List[cst.CSTNode] = []  # the guarding ``if`` statements around the walk's place
         self.statement: Optional[cst.CSTNode] = None
         self._stores: Set[int] = set()
         self._loop_calls: List[Tuple[LoopFrame, CallRef]] = []
@@ -129,14 +130,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         kind = self._kinds[key] = self.inference.infer(expr)
         return kind
 
-    def is_tensor(self, expr: cst.BaseExpression) -> bool:
-        """Positive evidence that ``expr`` is a tensor that may live on an accelerator."""
-        return self.kind(expr) in tensors.DEVICE_TENSORS
-
-    def maybe_tensor(self, expr: cst.BaseExpression) -> bool:
-        """Not known to be anything but a device tensor (numpy, number, host tensor, module)."""
-        return self.kind(expr) not in tensors.NOT_DEVICE
-
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
         """The dotted name of a Name/Attribute chain through the imports (memoised per node)."""
         key = id(expr)
@@ -144,14 +137,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
             return self._qualnames[key]
         qual = self._qualnames[key] = self.imports.qualname(expr)
         return qual
-
-    def is_store(self, node: cst.CSTNode) -> bool:
-        """True for an assignment target (``t[mask] = ...``)."""
-        return id(node) in self._stores
-
-    def state(self, rule: Keyed) -> Dict[Any, Any]:
-        """Per-file scratch space for one rule."""
-        return self._state.setdefault(rule.code, {})
 
     def report(
         self, rule: Reporting, node: cst.CSTNode, key: str = "default", fix: Union[Fix, FixPlan, None] = None,
@@ -309,11 +294,13 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         guard = self._is_guard(node)
         if guard:
             self.guard_depth += 1
+            self.guard_nodes.append(node)
         env = self._envs[-1]
         before = dict(env)
         self._suite(node.body)
         if guard:
             self.guard_depth -= 1
+            self.guard_nodes.pop()
         after_body = dict(env)
         env.clear()
         env.update(before)

@@ -79,6 +79,7 @@ class Placement:
     guard_depth: int  # enclosing guards in the function, at this statement
     loops_rest_guarded: Tuple[bool, ...]  # per loop: after a guarded ``continue``, at this statement
     function_rest_guarded: bool  # after a guarded early ``return``, at this statement
+    guard: Optional[cst.CSTNode] = None  # the innermost guarding statement (an ``if``), for ``--report-guarded``
 
     @property
     def guarded(self) -> bool:

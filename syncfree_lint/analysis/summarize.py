@@ -66,8 +66,10 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         if noqa.suppressed(finder.line_text(line), finding.code):
             continue
         origin = placement.step_origin() if placement is not None and owner == STEP else None
-        reach = (_origin_hop(walk.path, origin, finder, placement.step_why()),) \
+        reach: Tuple[Hop, ...] = (_origin_hop(walk.path, origin, finder, placement.step_why()),) \
             if origin is not None and placement is not None else ()
+        if guarded and placement is not None and placement.guard is not None:
+            reach += (_guard_hop(walk.path, placement.guard, finder),)
         fix, declined = _fix(finding, finder, walk.newline) if fixes else (None, None)
         diagnostic = Diagnostic(walk.path, line, col, finding.code, finding.message, fix, end_line, end_col,
                                 guarded, reach, declined)
@@ -103,6 +105,17 @@ def _origin_hop(path: str, origin: cst.CSTNode, finder: PositionFinder, why: str
     if isinstance(origin, cst.FunctionDef):
         return (f"{path}:{line}", f"step function {origin.name.value}(){because}")
     return (f"{path}:{line}", f"step loop{because}")
+
+
+def _guard_hop(path: str, guard: cst.CSTNode, finder: PositionFinder) -> Hop:
+    """The ``if`` that lowers a guarded finding's frequency (``--report-guarded --show-reach``)."""
+    test = guard.test if isinstance(guard, cst.If) else None
+    text = " ".join(_EMPTY_MODULE.code_for_node(test).split()) if test is not None else ""
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    return (f"{path}:{finder.line_of(guard)}", f"guarded by `if {shown}:`")
+
+
+_EMPTY_MODULE = cst.Module(body=[])
 
 
 def _hops(path: str, site: CallSite, finder: PositionFinder, from_step: bool) -> Tuple[Hop, ...]:

@@ -144,3 +144,21 @@ def test_accumulation_outer_loop_that_steps_stays_a_step_loop() -> None:
             print(model(chunks[0].cuda()).mean().item())
     """
     assert any(code == "SFL101" for _, code in reported(source))
+
+
+def test_report_guarded_names_the_guard() -> None:
+    source = textwrap.dedent("""
+    import torch
+    def train(model, loader, optimizer, log_every=50):
+        for step, (x, y) in enumerate(loader):
+            loss = model(x.cuda()).mean()
+            loss.backward()
+            optimizer.step()
+            if step % log_every == 0:
+                print(loss.item())
+    """)
+    plain = engine.lint_text("loop.py", source, Config())
+    guarded = engine.lint_text("loop.py", source, Config(report_guarded=True))
+    assert plain == []
+    [finding] = guarded
+    assert finding.guarded and finding.reach[-1] == ("loop.py:8", "guarded by `if step % log_every == 0:`")
