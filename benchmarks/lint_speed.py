@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Lines per second of syncfree-lint beside torchfix and flake8, on the same tree, in one run.
 
-    python benchmarks/lint_speed.py DIR [DIR ...] [--tools syncfree,torchfix,flake8]
-        [--flake8-cmd "flake8 --select F"] [--repeat 1]
+    python benchmarks/lint_speed.py DIR [DIR ...] [--tools before,syncfree,torchfix,flake8,ruff]
+        [--flake8-cmd "flake8 --select F"] [--ruff-cmd "ruff check --select F --no-cache --exit-zero"]
+        [--before-cmd "<another syncfree-lint checkout's command>"] [--repeat 1]
+
+``before`` is an earlier syncfree-lint (another checkout), run cold with its own empty cache, so a
+change's cost shows beside the other tools in the same run.
 
 Each tool runs as a subprocess on the same paths, one after the other; the wall time of the
 whole command is measured (start-up included). Files and lines count the .py files under the
@@ -68,6 +72,9 @@ def main() -> int:
     parser.add_argument("--flake8-cmd", default="flake8 --select F")
     parser.add_argument("--syncfree-cmd", default=f"{sys.executable} -m syncfree_lint --exit-zero")
     parser.add_argument("--torchfix-cmd", default="torchfix")
+    parser.add_argument("--ruff-cmd", default="ruff check --select F --no-cache --exit-zero")
+    parser.add_argument("--before-cmd", default="", help="an earlier syncfree-lint, e.g. "
+                        "'env PYTHONPATH=<old checkout>:<old checkout>/runtime python -P -m syncfree_lint --exit-zero'")
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool; the best is kept")
     args = parser.parse_args()
 
@@ -78,17 +85,22 @@ def main() -> int:
         "syncfree-lint": shlex.split(args.syncfree_cmd),
         "torchfix": shlex.split(args.torchfix_cmd),
         "flake8": shlex.split(args.flake8_cmd),
+        "ruff": shlex.split(args.ruff_cmd),
+        "syncfree (before)": shlex.split(args.before_cmd),
     }
-    wanted = {"syncfree": "syncfree-lint", "torchfix": "torchfix", "flake8": "flake8"}
+    wanted = {"syncfree": "syncfree-lint", "torchfix": "torchfix", "flake8": "flake8", "ruff": "ruff",
+              "before": "syncfree (before)"}
     rows = []
     cache_dir = tempfile.mkdtemp(prefix="syncfree-bench-cache-")
     for key in args.tools.split(","):
         name = wanted[key.strip()]
         command = commands[name]
-        if shutil.which(command[0]) is None and not os.path.exists(command[0]):
+        if not command or shutil.which(command[0]) is None and not os.path.exists(command[0]):
             print(f"{name}: not installed, skipped")
             continue
         runs = [(name, command)]
+        if name == "syncfree (before)":
+            runs = [(name, command + ["--cache-dir", tempfile.mkdtemp(prefix="syncfree-bench-before-")])]
         if name == "syncfree-lint":
             # cold: an empty cache; warm: the same command again on the unchanged tree
             runs = [("syncfree-lint", command + ["--cache-dir", cache_dir]),

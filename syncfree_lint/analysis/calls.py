@@ -136,8 +136,8 @@ class CallsMixin:
             if held is not None:
                 return held
             ref: CallRef = NameRef(expr.value, prefix)
-            if self.resolve_local(ref):
-                return ref
+            if any(found.rsplit(".", 1)[-1] == expr.value for found in self.resolve_local(ref)):
+                return ref  # a function of that name (not a name bound to a generator's result)
             return self._imported_function(expr)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             if expr.value.value == "self" and self.class_frame is not None:

@@ -216,3 +216,19 @@ def test_a_function_passed_to_a_parameter_called_once_is_not_per_step() -> None:
         finish(log_loss, loss)
     """
     assert LOG_ITEM_LINE not in reported_lines(body)
+
+
+def test_a_name_holding_a_functions_result_is_not_the_function() -> None:
+    body = """
+    def build(model):
+        return model.weight.sum().item()
+
+    def train(model, loader, optimizer):
+        total = build(model)
+        for batch in loader:
+            loss = train_step(model, batch, optimizer)
+            print(loss.detach(), total)
+    """
+    source = FUNCTIONS + textwrap.dedent(body)
+    build_line = next(i for i, line in enumerate(source.splitlines(), 1) if "weight.sum().item()" in line)
+    assert build_line not in reported_lines(body)
