@@ -73,10 +73,12 @@ class SyncLifecycle:
         self._sync_record.pending = pending
 
     def wait_sync(self, timeout: Any = None) -> None:
-        """Finish a started sync; afterwards ``compute`` returns the global value.
+        """Finish a started sync; afterwards the synced copy holds the global states.
 
         A part reset after ``trigger_sync`` (the metric itself, or a collection's member on its own)
-        stays reset: the reset wins over the sync in flight, as for a plain metric.
+        stays reset: the reset wins over the sync in flight, as for a plain metric. The reset never
+        drops the sync in flight: its collectives are finished here as on every other rank (a
+        dropped one would leave the other ranks waiting in an all_reduce this rank never makes).
         """
         pending, self._sync_record.pending = self._sync_record.pending, None
         if pending is not None:
@@ -105,12 +107,20 @@ class SyncLifecycle:
             part.state.synced.pop(part.holder, None)
 
     def states_for_compute(self) -> List[Mapping[str, Tensor]]:
-        """The states ``compute`` reads, per part: the synced copy when current; else, for parts with
-        ``sync_on_compute`` under a process group of several ranks, an all_reduce made now (one per
-        bucket for the whole owner, on the device, not stored); else the local states."""
+        """The states ``compute`` reads, per part: for parts with ``sync_on_compute`` under a process
+        group of several ranks, an all_reduce of the LOCAL states made now (one per bucket for the
+        whole owner, on the device, not stored); else the synced copy when current, else the local
+        states.
+
+        No rank can stall: whether a rank enters the collective depends only on what every rank
+        agrees on (``sync_on_compute``, the process group), never on local history. A synced copy
+        from an explicit ``sync()`` does not let ``compute`` skip the collective: another rank may
+        have updated (and dropped its copy) since, and would wait in an all_reduce this rank never
+        makes. The price: one extra collective per bucket when ``compute`` follows ``sync()``.
+        """
         parts = self.sync_parts()
-        todo = [part for part in parts if part.sync_on_compute and part.holder not in part.state.synced]
-        reduced = {}
+        todo = [part for part in parts if part.sync_on_compute]
+        reduced: Dict[str, Dict[str, Tensor]] = {}
         if todo:
             reduced = sync_for_compute(type(self).__name__, self._sync_record, self._entries(todo),
                                        self._default_group)

@@ -6,7 +6,9 @@ In the LightningModule the steps only update (``self.train_acc.update(preds, y)`
 ``self.train_acc(preds, y)``); Lightning's ``self.log("acc", metric)`` accepts only torchmetrics
 objects, and logging ``metric.compute()`` every step would average per-step values. At the end of
 each training, validation and test epoch, ``EpochMetrics`` logs ``compute()`` of every syncfree
-metric or ``MetricCollection`` the module holds (at any depth) that was updated during that epoch,
+metric or ``MetricCollection`` the module holds (at any depth) that was updated during that epoch
+(on any rank: under DDP the ranks agree on that with one tiny all_reduce, so a rank that saw no
+batch for a metric still joins its collective),
 under its attribute path (``train_acc``; a collection logs its own keys), then resets it. Like
 torchmetrics' default ``sync_on_compute=True``, ``compute()`` is global under DDP (an all_reduce
 on every rank, at the same point). The values are read with :func:`syncfree.to_host`: one host
@@ -31,6 +33,7 @@ except ImportError:  # pragma: no cover - the older package name
 import torch
 
 from syncfree.collection import MetricCollection
+from syncfree.distributed import is_distributed, transport_device
 from syncfree.host import to_host
 from syncfree.metric import Metric
 
@@ -53,6 +56,24 @@ def _loggable(value: Any) -> Any:
     return torch.tensor(value) if isinstance(value, list) else value
 
 
+def _updated_on_any_rank(flags: List[bool]) -> List[bool]:
+    """``flags`` (one per metric, in the module's order, the same on every rank) OR-ed over the ranks.
+
+    Whether a rank computes a metric (a collective under ``sync_on_compute``) must not depend on its
+    local history: a rank that saw no batch for a metric in this epoch (uneven data, a conditional
+    update) would skip the all_reduce the other ranks wait in. One tiny all_reduce (MAX) and one host
+    read per epoch end, only under a process group of several ranks.
+    """
+    if not flags or not is_distributed():
+        return flags
+    import torch.distributed as dist
+
+    device = transport_device(None, torch.device("cpu"))
+    agreed = torch.tensor([int(f) for f in flags], dtype=torch.int64, device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    return [bool(v) for v in agreed.tolist()]
+
+
 def _serial(metric: Any) -> int:
     if isinstance(metric, MetricCollection):
         return sum(m.update_count for m in metric.values())
@@ -72,9 +93,11 @@ class EpochMetrics(Callback):
 
     def _finish(self, stage: str, module: Any) -> None:
         start = self._start.pop(stage, {})
-        for name, metric in _metrics(module):
-            if _serial(metric) == start.get(id(metric), 0):
-                continue  # not updated in this stage's epoch
+        found = list(_metrics(module))
+        updated = _updated_on_any_rank([_serial(m) != start.get(id(m), 0) for _, m in found])
+        for (name, metric), was_updated in zip(found, updated):
+            if not was_updated:
+                continue  # not updated in this stage's epoch, on any rank
             if stage == "train" and id(metric) in self._owned_by_evaluation:
                 continue  # updated by the validation that ran inside this training epoch
             if stage != "train":
