@@ -117,7 +117,15 @@ class SyncLifecycle:
         from an explicit ``sync()`` does not let ``compute`` skip the collective: another rank may
         have updated (and dropped its copy) since, and would wait in an all_reduce this rank never
         makes. The price: one extra collective per bucket when ``compute`` follows ``sync()``.
+
+        A sync in flight (``trigger_sync`` without ``wait_sync`` yet) is finished first, so every
+        rank issues its collectives in the same order: whether a sync started its all_reduces at
+        ``trigger_sync`` (speculation) depends on this object's history (a clone has no verified
+        layout), and ``compute``'s own collectives must not interleave with them differently on
+        different ranks. (Under NCCL that wait reads the layout check to the host, as ``wait_sync``
+        does; with no sync in flight ``compute`` reads nothing.)
         """
+        self.wait_sync()
         parts = self.sync_parts()
         todo = [part for part in parts if part.sync_on_compute]
         reduced: Dict[str, Dict[str, Tensor]] = {}
@@ -132,7 +140,6 @@ class SyncLifecycle:
 
     def results_and_checks(self) -> Tuple[Any, List[Counter]]:
         """What ``to_host`` reads: the results as ``compute`` gives them, and the check counters of
-        the same states (pending syncs are finished first)."""
-        self.wait_sync()
+        the same states (pending syncs are finished first, by ``states_for_compute``)."""
         states = self.states_for_compute()
         return self._results(states), self._counters(states)

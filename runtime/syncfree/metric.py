@@ -354,7 +354,8 @@ class Metric(nn.Module, SyncLifecycle):
         ``compute`` at the same point. It always makes that collective, also right after an
         explicit ``sync()``: whether a rank enters a collective never depends on its local history
         (a rank that updated since the sync and one that did not must make the same calls), so
-        ``compute`` after ``sync()`` costs one extra all_reduce per bucket. With
+        ``compute`` after ``sync()`` costs one extra all_reduce per bucket. A sync in flight is
+        finished first (``wait_sync``), so every rank's collectives stay in one order. With
         ``sync_on_compute=False``: the synced copy when current (after ``wait_sync``/``sync``,
         until the next update/reset/``unsync``), else this rank's local value; no collective.
         ``check=True`` reads the check counters to the host (a sync) and raises/warns now.

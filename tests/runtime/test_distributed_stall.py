@@ -135,3 +135,22 @@ def test_epoch_metrics_log_on_every_rank_when_one_rank_saw_no_update():
     results = _ok(_launch(_epoch_metrics_with_updates_on_one_rank, 2, pg_timeout=PG_TIMEOUT))
     for r in results.values():
         assert r == {"acc": 4.0}
+
+
+def _compute_between_trigger_and_wait_after_one_rank_cloned(rank, world):
+    m = syncfree.SumMetric()
+    m.update(torch.tensor(float(rank + 1)))
+    m.sync()  # verifies the layout: the next sync speculates (starts its all_reduces at once) ...
+    if rank == 1:
+        m = m.clone()  # ... except on this rank, whose copy has no verified layout
+    m.update(torch.tensor(10.0))
+    m.trigger_sync()
+    value = m.compute().item()  # collectives between trigger_sync and wait_sync
+    m.wait_sync()
+    return {"value": value, "after": m.compute().item()}
+
+
+def test_compute_between_trigger_and_wait_keeps_the_collectives_aligned():
+    results = _ok(_launch(_compute_between_trigger_and_wait_after_one_rank_cloned, 2, pg_timeout=PG_TIMEOUT))
+    for r in results.values():
+        assert r == {"value": 23.0, "after": 23.0}
