@@ -20,15 +20,18 @@ the count (torchmetrics raises at the update; ``syncfree.validate("eager")`` doe
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple
 
-try:
+if TYPE_CHECKING:  # the type checker sees one Callback class: lightning's
     from lightning.pytorch.callbacks import Callback
-except ImportError:  # pragma: no cover - the older package name
+else:
     try:
-        from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
-    except ImportError as exc:  # pragma: no cover
-        raise ImportError("syncfree.lightning needs lightning: pip install lightning") from exc
+        from lightning.pytorch.callbacks import Callback
+    except ImportError:  # pragma: no cover - the older package name
+        try:
+            from pytorch_lightning.callbacks import Callback
+        except ImportError as exc:  # pragma: no cover
+            raise ImportError("syncfree.lightning needs lightning: pip install lightning") from exc
 
 import torch
 
