@@ -81,7 +81,8 @@ def is_distributed(group: Any = None) -> bool:
 
 def _reduce_op(op: str) -> Any:
     ReduceOp = _dist().ReduceOp
-    return {"sum": ReduceOp.SUM, "max": ReduceOp.MAX, "min": ReduceOp.MIN}[op]
+    # "cat": every rank's buffer sits at its own offset of a zero buffer, so a SUM gathers them.
+    return {"sum": ReduceOp.SUM, "cat": ReduceOp.SUM, "max": ReduceOp.MAX, "min": ReduceOp.MIN}[op]
 
 
 def transport_device(group: Any, device: torch.device) -> torch.device:
@@ -273,10 +274,17 @@ class PendingSync:
             buffer = bucket.buffer
             if buffer.device != bucket.home:
                 buffer = buffer.to(bucket.home)
+            if bucket.op == "cat":  # one row per rank; a state's rows follow each other
+                buffer = buffer.view(self.world, -1)
             offset = 0
             for label, owner, name in bucket.entries:
                 state = owner.view.__dict__[name]
                 n = state.numel()
+                if bucket.op == "cat":
+                    shape = (self.world * state.shape[0], *state.shape[1:])
+                    synced.setdefault(label[:len(label) - len(name)], {})[name] = buffer[:, offset:offset + n].reshape(shape)
+                    offset += n
+                    continue
                 piece = buffer[offset:offset + n].view(state.shape)
                 if owner.reductions[name] != bucket.op:  # a min state in the max bucket
                     piece = piece.neg()
@@ -377,6 +385,10 @@ def start_sync(owner: str, record: SyncRecord, entries: Sequence[Entry], group: 
             piece = states.view.__dict__[name].detach().reshape(-1)
             pieces.append(piece.neg() if states.reductions[name] != op else piece)
         flat = torch.cat(pieces)
+        if op == "cat":  # this rank's samples at its offset of a zero buffer; the SUM gathers them
+            world, rank = _dist().get_world_size(group), _dist().get_rank(group)
+            flat = torch.cat([flat.new_zeros(rank * flat.numel()), flat,
+                              flat.new_zeros((world - rank - 1) * flat.numel())])
         home = flat.device
         flat = flat.to(transport_device(group, home))
         buckets.append(_Bucket(members, flat, home, op))
