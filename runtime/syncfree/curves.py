@@ -23,6 +23,7 @@ and ``BinaryPrecisionRecallCurve`` (a curve of data-dependent length); ``BinaryA
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, List, Mapping, Optional, Tuple, Union
 
 import torch
@@ -88,6 +89,7 @@ class _BinnedBinary(Metric):
     """Per-threshold binary confusion counts (see the module docstring)."""
 
     _exact_scores = False  # True: thresholds=None keeps the samples (syncfree.exact_curves)
+    thresholds: Optional[Tensor]  # None: exact (thresholds=None)
 
     def __init__(self, thresholds: Thresholds, ignore_index: Optional[int], validate_args: bool,
                  kwargs: Any, capacity: Optional[int] = None) -> None:
@@ -156,6 +158,12 @@ class _BinnedBinary(Metric):
         index = torch.add(bucket, torch.take(self._rows, tc), alpha=self._T + 1)
         S._hist.put_(index, torch.ones_like(index), accumulate=True)
 
+    def _binned_thresholds(self) -> Tensor:
+        """The thresholds (a binned metric: the curves, and the exact scores' binned twins, have them)."""
+        if self.thresholds is None:
+            raise TypeError(f"{type(self).__name__}: thresholds=None keeps samples; it has no fixed thresholds")
+        return self.thresholds
+
     def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
         if self.capacity is None:
             return super().merge_batch(batch)
@@ -190,7 +198,7 @@ class _BinnedBinary(Metric):
         tps, fps, tns, fns = self._stats(states)
         tpr = _safe_div(tps, tps + fns, 0.0).flip(0)
         fpr = _safe_div(fps, fps + tns, 0.0).flip(0)
-        return fpr, tpr, self.thresholds.flip(0)
+        return fpr, tpr, self._binned_thresholds().flip(0)
 
 
 class BinaryPrecisionRecallCurve(_BinnedBinary):
@@ -202,7 +210,7 @@ class BinaryPrecisionRecallCurve(_BinnedBinary):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         precision, recall = self._pr_curve(states)
-        return precision, recall, self.thresholds.clone()
+        return precision, recall, self._binned_thresholds().clone()
 
 
 class BinaryROC(_BinnedBinary):
@@ -251,7 +259,7 @@ class BinaryAveragePrecision(_BinnedBinary):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         if self.capacity is not None:
-            return self._exact(states, exact_curves.average_precision)
+            return self._exact(states, partial(exact_curves.average_precision, no_positives=0.0))
         precision, recall = self._pr_curve(states)
         precision = torch.nan_to_num(precision, nan=0.0, posinf=_INF, neginf=-_INF)
         recall = torch.nan_to_num(recall, nan=0.0, posinf=_INF, neginf=-_INF)

@@ -116,14 +116,15 @@ def auroc(scores: Tensor, positive: Tensor, used: Tensor) -> Tensor:
     return torch.trapezoid(torch.cat([zero, tpr], -1), torch.cat([zero, fpr], -1), dim=-1)
 
 
-def average_precision(scores: Tensor, positive: Tensor, used: Tensor) -> Tensor:
-    """Exact average precision of each of K curves (K x M inputs), as torchmetrics (NaN without positives)."""
+def average_precision(scores: Tensor, positive: Tensor, used: Tensor, no_positives: float = math.nan) -> Tensor:
+    """Exact average precision of each of K curves (K x M inputs), as torchmetrics; a curve without
+    positives gives ``no_positives`` (torchmetrics: 0 for a binary curve, NaN for a class)."""
     tps, fps = _points(scores, positive, used)
     precision = tps / (tps + fps)
     recall = tps / tps[..., -1:]
     previous = torch.cat([torch.zeros_like(recall[..., :1]), recall[..., :-1]], -1)
     step = torch.where(recall != previous, (recall - previous) * precision, torch.zeros_like(recall))
-    return step.sum(-1)
+    return torch.where(tps[..., -1] > 0, step.sum(-1), no_positives)
 
 
 def flag_overflow(value: Tensor, states: Mapping[str, Tensor]) -> Tensor:
