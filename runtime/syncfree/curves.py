@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -163,6 +163,16 @@ class _BinnedBinary(Metric):
         if self.thresholds is None:
             raise TypeError(f"{type(self).__name__}: thresholds=None keeps samples; it has no fixed thresholds")
         return self.thresholds
+
+    def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
+        """A batch's states; exact: a sample buffer of the batch's size (see ``exact_curves.batch_view``)."""
+        preds = args[0] if args else kwargs.get("preds")
+        if self.capacity is None or not isinstance(preds, Tensor):
+            return super().batch_states(*args, **kwargs)
+        samples = self.state.view.samples
+        view = exact_curves.batch_view(min(self.capacity, preds.numel()), 2, samples.dtype, samples.device)
+        self._accumulate(view, *args, **kwargs)
+        return exact_curves.batch_of(view)
 
     def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
         if self.capacity is None:

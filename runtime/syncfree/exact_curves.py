@@ -25,7 +25,8 @@ they keep ``thresholds=``.)
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Tuple
+from types import SimpleNamespace
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -82,6 +83,21 @@ def merge(S: Any, batch: Mapping[str, Tensor], columns: Tensor) -> None:
     append(S, rows, keep, columns)
     S._dropped.add_(batch["_dropped"])  # what the batch alone could not hold
     S._filled.add_(batch["_dropped"])
+
+
+def batch_view(rows: int, width: int, dtype: torch.dtype, device: torch.device) -> SimpleNamespace:
+    """The states ``_accumulate`` writes for ONE batch of ``rows`` samples (``forward``): a buffer of the
+    batch's size (at most the metric's capacity, so that a batch larger than it overflows alike)
+    instead of a scratch of the whole capacity, which ``compute`` would then sort."""
+    flat = torch.zeros((rows + 1) * width, dtype=dtype, device=device)
+    counts = torch.zeros(3, dtype=torch.int64, device=device)
+    return SimpleNamespace(_samples=flat, samples=flat[:rows * width].view(rows, width),
+                           _filled=counts[0], _dropped=counts[1], _bad_targets=counts[2])
+
+
+def batch_of(view: SimpleNamespace) -> Dict[str, Tensor]:
+    """The states of a :func:`batch_view`, by name."""
+    return {name: getattr(view, name) for name in ("samples", "_filled", "_dropped", "_bad_targets")}
 
 
 def split(states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:

@@ -23,7 +23,7 @@ the averages (without its warning, which would need a host read).
 from __future__ import annotations
 
 import math
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -133,6 +133,16 @@ class _BinnedMulticlass(Metric):
     def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
         states = self.states() if states is None else states
         return [(states[name], policy, message) for name, policy, message in self._checks if policy != "off"]
+
+    def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
+        """A batch's states; exact: a sample buffer of the batch's size (see ``exact_curves.batch_view``)."""
+        preds = args[0] if args else kwargs.get("preds")
+        if self.capacity is None or not isinstance(preds, Tensor):
+            return super().batch_states(*args, **kwargs)
+        samples = self.state.view.samples
+        view = exact_curves.batch_view(min(self.capacity, preds.numel() // self.num_classes), self.num_classes + 1, samples.dtype, samples.device)
+        self._accumulate(view, *args, **kwargs)
+        return exact_curves.batch_of(view)
 
     def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
         if self.capacity is None:
