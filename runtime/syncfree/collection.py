@@ -273,7 +273,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
                     leader.check_batch_now(batch)  # syncfree.validate("eager"): raise before merging
                 leader.merge_batch(batch)
                 for name in group:
-                    values[name] = metrics[name]._compute(batch)
+                    values[name] = metrics[name]._forward_cache = metrics[name]._compute(batch)
         return {self._key(name): values[name] for name in metrics}
 
     def compute(self, check: bool = False) -> Dict[str, Any]:

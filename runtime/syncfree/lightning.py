@@ -2,9 +2,12 @@
 
     trainer = lightning.Trainer(callbacks=[syncfree.lightning.EpochMetrics()])
 
-In the LightningModule the steps only update (``self.train_acc.update(preds, y)`` or
-``self.train_acc(preds, y)``); Lightning's ``self.log("acc", metric)`` accepts only torchmetrics
-objects, and logging ``metric.compute()`` every step would average per-step values. At the end of
+Two ways to log. (1) As with torchmetrics: ``self.log("acc", self.acc)`` (or ``self.log_dict(collection)``)
+logs the metric object; Lightning calls ``compute()`` at the epoch end and resets it. Importing this
+module makes that work: it registers ``syncfree.metric.Metric`` as a virtual subclass of
+``torchmetrics.Metric``, the type Lightning's ``self.log`` accepts. (2) The callback: the steps only
+update (``self.train_acc.update(preds, y)`` or ``self.train_acc(preds, y)``; logging
+``metric.compute()`` every step would average per-step values), and at the end of
 each training, validation and test epoch, ``EpochMetrics`` logs ``compute()`` of every syncfree
 metric or ``MetricCollection`` the module holds (at any depth) that was updated during that epoch
 (on any rank: under DDP the ranks agree on that with one tiny all_reduce, so a rank that saw no
@@ -34,11 +37,20 @@ else:
             raise ImportError("syncfree.lightning needs lightning: pip install lightning") from exc
 
 import torch
+from torchmetrics import Metric as _TorchMetric
 
 from syncfree.collection import MetricCollection
 from syncfree.distributed import is_distributed, transport_device
 from syncfree.host import to_host
 from syncfree.metric import Metric
+
+
+# ``self.log("acc", metric)`` as with torchmetrics: Lightning accepts a value only if it is a
+# ``torchmetrics.Metric`` (an ``isinstance`` check), keeps the object, calls its ``compute()`` at the
+# epoch end (global under DDP, ``sync_on_compute``) and ``reset()``s it; ``on_step`` logs the value
+# ``forward`` returned (``_forward_cache``). A syncfree metric has all of that, so it is registered as a
+# virtual subclass of torchmetrics' ``Metric`` (an ABC): nothing of torchmetrics runs in it.
+_TorchMetric.register(Metric)
 
 
 def _metrics(module: Any) -> Iterator[Tuple[str, Any]]:

@@ -160,6 +160,7 @@ class Metric(nn.Module, SyncLifecycle):
     full_state_update = False
     is_differentiable = False
     higher_is_better: Optional[bool] = None  # True/False on the metrics where torchmetrics says so
+    _forward_cache: Any = None  # the last forward's batch value (torchmetrics' name, read by Lightning)
     # The attributes ``_accumulate`` reads besides its arguments and states. Two metrics of one
     # ``_accumulate``, one state layout and equal values of these attributes fill their states alike,
     # so a MetricCollection updates them once (a compute group). None: the metric never shares.
@@ -332,7 +333,8 @@ class Metric(nn.Module, SyncLifecycle):
         if _validation.eager() and not torch.compiler.is_compiling():
             self.check_batch_now(batch)
         self.merge_batch(batch)
-        return self._compute(batch)
+        value = self._forward_cache = self._compute(batch)  # what Lightning's on_step logging reads
+        return value
 
     def check_batch_now(self, batch: Mapping[str, Tensor]) -> None:
         """Read the check counters of one batch (from :meth:`batch_states`) to the host and raise or
