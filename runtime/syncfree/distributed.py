@@ -34,6 +34,9 @@ Scheme
   (from the previous verified layout) so that the group's collectives stay aligned.
   Caveat: collectives issued on the same group between ``trigger_sync`` and ``wait_sync`` are
   only safe when every rank speculates alike (always the case when layouts do not change).
+- ``"cat"`` states (a buffer of samples, see :mod:`syncfree.exact_curves`) travel in a bucket of
+  their own: this rank's buffer at its rank's offset of a zero buffer ``world`` times larger, so the
+  SUM all_reduce gathers every rank's buffer; the synced copy holds them one after the other.
 - MIN shares the MAX bucket: a floating ``min`` state travels negated in the ``max`` bucket of
   its dtype (``min(x) = -max(-x)``), so a collection with both needs one all_reduce fewer.
   Integer ``min`` states keep a bucket of their own (negating ``iinfo.min`` overflows).
