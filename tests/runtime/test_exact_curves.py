@@ -184,6 +184,10 @@ def _exact_on_ranks(rank, world):
         computed = m.compute().item()
         m.sync()
         out[name] = (computed, m.states()["samples"].shape[0], syncfree.to_host(m))
+    coll = syncfree.MetricCollection({"auroc": syncfree.BinaryAUROC(capacity=300), "acc": syncfree.BinaryAccuracy()})
+    for b in _binary_batches(rank, "ties"):
+        coll.update(*b)
+    out["collection"] = syncfree.to_host(coll)
     return out
 
 
@@ -203,7 +207,14 @@ def test_exact_curves_gather_every_rank_samples():
             for b in _multiclass_batches(rank, "logits"):
                 ref.update(*b)
         want["MulticlassAveragePrecision"] = ref.compute().item()
+    acc = tmc.BinaryAccuracy()
+    for rank in range(world):
+        for b in _binary_batches(rank, "ties"):
+            acc.update(*b)
     for r in results.values():
+        coll = r.pop("collection")
+        assert coll["auroc"] == pytest.approx(want["BinaryAUROC"], abs=1e-5), coll
+        assert coll["acc"] == pytest.approx(acc.compute().item(), abs=1e-6), coll
         for name, (computed, rows, to_host) in r.items():
             assert computed == pytest.approx(want[name], abs=1e-5), (name, r)
             assert to_host == pytest.approx(want[name], abs=1e-5), (name, r)
