@@ -141,7 +141,8 @@ def _describe_hashes(owner: str, hashes: List[int], note: str) -> str:
 
 class SyncRecord:
     """One owner's sync bookkeeping: the sync in flight, and per process group the layout verified
-    at its last sync (hash, bucket specs). Neither survives pickling (both belong to this process)."""
+    at its last sync (hash, bucket specs). Neither survives pickling (both belong to this process);
+    ``copy.deepcopy`` keeps the verified layouts."""
 
     def __init__(self) -> None:
         self.pending: Optional["PendingSync"] = None
@@ -149,6 +150,15 @@ class SyncRecord:
 
     def __reduce__(self) -> Tuple[Any, Tuple[()]]:
         return (SyncRecord, ())
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "SyncRecord":
+        """A copy in this process (``clone``) keeps the verified layouts (its groups are the same):
+        otherwise a clone made on one rank only would stop speculating there while its twins on the
+        other ranks speculate, and two syncs in flight would then issue their collectives in a
+        different order on that rank. No sync in flight is copied."""
+        twin = SyncRecord()
+        twin.verified = dict(self.verified)
+        return twin
 
 
 def _group_key(group: Any) -> Any:

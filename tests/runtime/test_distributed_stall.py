@@ -9,6 +9,8 @@ Forked gloo ranks (the harness of ``test_distributed.py``) with a 20 s process-g
 regression fails fast instead of hanging.
 """
 
+import pickle
+
 import pytest
 import torch
 from test_distributed import _count_all_reduce, _launch, _ok
@@ -137,12 +139,12 @@ def test_epoch_metrics_log_on_every_rank_when_one_rank_saw_no_update():
         assert r == {"acc": 4.0}
 
 
-def _compute_between_trigger_and_wait_after_one_rank_cloned(rank, world):
+def _compute_between_trigger_and_wait_after_one_rank_unpickled(rank, world):
     m = syncfree.SumMetric()
     m.update(torch.tensor(float(rank + 1)))
     m.sync()  # verifies the layout: the next sync speculates (starts its all_reduces at once) ...
     if rank == 1:
-        m = m.clone()  # ... except on this rank, whose copy has no verified layout
+        m = pickle.loads(pickle.dumps(m))  # ... except on this rank: an unpickled copy has no verified layout
     m.update(torch.tensor(10.0))
     m.trigger_sync()
     value = m.compute().item()  # collectives between trigger_sync and wait_sync
@@ -151,6 +153,26 @@ def _compute_between_trigger_and_wait_after_one_rank_cloned(rank, world):
 
 
 def test_compute_between_trigger_and_wait_keeps_the_collectives_aligned():
-    results = _ok(_launch(_compute_between_trigger_and_wait_after_one_rank_cloned, 2, pg_timeout=PG_TIMEOUT))
+    results = _ok(_launch(_compute_between_trigger_and_wait_after_one_rank_unpickled, 2, pg_timeout=PG_TIMEOUT))
     for r in results.values():
         assert r == {"value": 23.0, "after": 23.0}
+
+
+def _two_syncs_in_flight_after_one_rank_cloned(rank, world):
+    a, b = syncfree.SumMetric(), syncfree.MaxMetric()
+    for m in (a, b):
+        m.update(torch.tensor(float(rank + 1)))
+        m.sync()  # verified: the next syncs speculate (start their all_reduces in trigger_sync)
+    if rank == 1:
+        a = a.clone()  # a clone keeps what was verified, so it speculates as its twin on rank 0 does
+    a.trigger_sync()
+    b.trigger_sync()
+    a.wait_sync()  # a non-speculating sync would issue its all_reduces here, after b's layout check
+    b.wait_sync()
+    return {"a": a.compute().item(), "b": b.compute().item()}
+
+
+def test_two_syncs_in_flight_stay_aligned_when_one_rank_cloned_a_metric():
+    results = _ok(_launch(_two_syncs_in_flight_after_one_rank_cloned, 2, pg_timeout=PG_TIMEOUT))
+    for r in results.values():
+        assert r == {"a": 3.0, "b": 2.0}
