@@ -66,13 +66,12 @@ def append(S: Any, rows: Tensor, keep: Tensor, columns: Tensor) -> None:
     """Write ``rows`` (n x width) where ``keep`` into the buffer held by ``S``, after the samples it holds
     (``columns``: the metric's ``_columns`` constant, ``arange(width)`` on its device)."""
     capacity, width = S.samples.shape
-    kept = keep.long()
-    slot = kept.cumsum(0).add_(S._filled).sub_(1)
-    slot = torch.where(keep & (slot < capacity), slot, capacity)  # the scratch row
-    index = torch.add(columns, slot.unsqueeze(1), alpha=width).reshape(-1)
-    S._samples.put_(index, rows.to(S._samples.dtype).reshape(-1))
-    n = kept.sum()
-    S._dropped.add_((S._filled + n - capacity).clamp_(min=0) - (S._filled - capacity).clamp_(min=0))
+    slot = keep.cumsum(0).add_(S._filled).sub_(1)  # a bool cumsum is int64
+    fits = keep & (slot < capacity)
+    index = torch.add(columns, torch.where(fits, slot, capacity).unsqueeze(1), alpha=width)  # else: scratch row
+    S._samples.put_(index.reshape(-1), rows.to(S._samples.dtype).reshape(-1))
+    n = torch.count_nonzero(keep)
+    S._dropped.add_(n - torch.count_nonzero(fits))
     S._filled.add_(n)
 
 
