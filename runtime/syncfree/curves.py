@@ -159,7 +159,7 @@ class _BinnedBinary(Metric):
         S._hist.put_(index, torch.ones_like(index), accumulate=True)
 
     def _binned_thresholds(self) -> Tensor:
-        """The thresholds (a binned metric: the curves, and the exact scores' binned twins, have them)."""
+        """The thresholds of a binned metric (an exact one, ``thresholds=None``, has none)."""
         if self.thresholds is None:
             raise TypeError(f"{type(self).__name__}: thresholds=None keeps samples; it has no fixed thresholds")
         return self.thresholds

@@ -140,7 +140,8 @@ class _BinnedMulticlass(Metric):
         if self.capacity is None or not isinstance(preds, Tensor):
             return super().batch_states(*args, **kwargs)
         samples = self.state.view.samples
-        view = exact_curves.batch_view(min(self.capacity, preds.numel() // self.num_classes), self.num_classes + 1, samples.dtype, samples.device)
+        rows = min(self.capacity, preds.numel() // self.num_classes)
+        view = exact_curves.batch_view(rows, self.num_classes + 1, samples.dtype, samples.device)
         self._accumulate(view, *args, **kwargs)
         return exact_curves.batch_of(view)
 
