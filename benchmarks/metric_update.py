@@ -94,6 +94,10 @@ def _pairs(num_classes: int):
          {"num_classes": C, "thresholds": 100}, "multiclass"),
         ("MulticlassAvgPrecision (100 thr)", syncfree.MulticlassAveragePrecision, tmc.MulticlassAveragePrecision,
          {"num_classes": C, "thresholds": 100}, "multiclass"),
+        # ---- exact curves (thresholds=None: a sample buffer here, growing lists in torchmetrics) ----
+        ("BinaryAUROC (exact)", syncfree.BinaryAUROC, tmc.BinaryAUROC, {"thresholds": None}, "binary"),
+        ("MulticlassAUROC (exact)", syncfree.MulticlassAUROC, tmc.MulticlassAUROC,
+         {"num_classes": C, "thresholds": None}, "multiclass"),
         ("Acc+P+R+F1 collection, 10 cls", _collection(syncfree, 10), _collection(torchmetrics, 10),
          {}, "multiclass:10"),
         ("Acc+P+R+F1 collection, 1000 cls", _collection(syncfree, 1000),

@@ -5,7 +5,7 @@ and the confusion-matrix histogram layout (see :class:`_Labels`). The public cla
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, cast
 
 import torch
 from torch import Tensor
@@ -245,7 +245,7 @@ class _Labels(Metric):
         if self._use_lut:
             tc = t.clamp(-1, c)
             if self._ignore_out:
-                tc.masked_fill_(t == self.ignore_index, c + 1)
+                tc.masked_fill_(t == cast(int, self.ignore_index), c + 1)  # set: _ignore_out
             if scores:
                 code = torch.add(pl, tc, alpha=c)
                 bins, weights = self._lut_scores, self._lut_scores_w
@@ -257,7 +257,7 @@ class _Labels(Metric):
         else:
             in_range = (t >= 0) & (t < c) & (pl >= 0) & (pl < c)
             if ignore:
-                ignored = t == self.ignore_index
+                ignored = t == cast(int, self.ignore_index)  # set: ignore
                 in_range = in_range & ~ignored
                 weight = (~ignored).long()
             else:

@@ -107,6 +107,12 @@ def _check_header(sd: Any, expected_class: str) -> None:
 
 
 def _reduce(op: str, a: Tensor, b: Tensor) -> Tensor:
+    if op == "cat":
+        raise ValueError(
+            "cannot merge per-rank checkpoints of a metric that keeps its samples (an exact curve, "
+            "thresholds=None): its buffer holds at most capacity= samples per rank. Resume with the same "
+            "world size (each rank loads its own file), or use thresholds=<int> (binned states merge)."
+        )
     if op == "sum":
         return a + b
     return torch.maximum(a, b) if op == "max" else torch.minimum(a, b)

@@ -356,7 +356,7 @@ def _multilabel(name: str, *args: Any, **kwargs: Any) -> Metric:
 class Accuracy:
     """``Accuracy(task=...)`` builds a :class:`BinaryAccuracy` or :class:`MulticlassAccuracy`."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
@@ -373,7 +373,7 @@ class Accuracy:
 class Precision:
     """``Precision(task=...)`` builds a :class:`BinaryPrecision` or :class:`MulticlassPrecision`."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
@@ -390,7 +390,7 @@ class Precision:
 class Recall:
     """``Recall(task=...)`` builds a :class:`BinaryRecall` or :class:`MulticlassRecall`."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
@@ -407,7 +407,7 @@ class Recall:
 class F1Score:
     """``F1Score(task=...)`` builds a :class:`BinaryF1Score` or :class:`MulticlassF1Score`."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> Metric:
@@ -424,7 +424,7 @@ class F1Score:
 class ConfusionMatrix:
     """``ConfusionMatrix(task=...)`` builds a binary, multiclass or multilabel confusion matrix."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, normalize: Optional[str] = None,
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
         task = _task("ConfusionMatrix", task)

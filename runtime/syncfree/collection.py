@@ -273,14 +273,15 @@ class MetricCollection(nn.Module, SyncLifecycle):
                     leader.check_batch_now(batch)  # syncfree.validate("eager"): raise before merging
                 leader.merge_batch(batch)
                 for name in group:
-                    values[name] = metrics[name]._compute(batch)
+                    values[name] = metrics[name]._forward_cache = metrics[name]._compute(batch)
         return {self._key(name): values[name] for name in metrics}
 
     def compute(self, check: bool = False) -> Dict[str, Any]:
         """Every member's result as device tensors, keyed with prefix/postfix.
 
-        Members with ``sync_on_compute=True`` and no current synced copy are all_reduced together
-        (one collective per bucket for the whole collection) when distributed; see ``Metric.compute``.
+        Members with ``sync_on_compute=True`` are all_reduced together from their local states on
+        every call (one collective per bucket for the whole collection, also after an explicit
+        ``sync()``) when distributed; see ``Metric.compute``.
         """
         states = self.states_for_compute()
         if check:
@@ -317,8 +318,7 @@ class MetricCollection(nn.Module, SyncLifecycle):
         join it again, as they are all neutral now."""
         for m in self._metrics.values():
             m.reset_group()
-        self._sync_record.pending = None
-        self._form_groups()
+        self._form_groups()  # a sync in flight is kept (see Metric.reset_group)
 
     # ---- checkpoint -------------------------------------------------------------------
     def state_dict(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:  # type: ignore[override]

@@ -19,7 +19,7 @@ from syncfree.multiclass_curves import MulticlassAUROC, MulticlassAveragePrecisi
 class AUROC:
     """``AUROC(task=...)`` builds a :class:`BinaryAUROC` or a :class:`MulticlassAUROC`."""
 
-    def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "macro", max_fpr: Optional[float] = None,
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
         if _task("AUROC", task, multilabel=False) == "binary":
@@ -30,7 +30,7 @@ class AUROC:
 class AveragePrecision:
     """``AveragePrecision(task=...)`` builds a :class:`BinaryAveragePrecision` or a :class:`MulticlassAveragePrecision`."""
 
-    def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "macro",
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
         if _task("AveragePrecision", task, multilabel=False) == "binary":

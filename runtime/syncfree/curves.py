@@ -1,9 +1,7 @@
 """Binned binary curves: ROC, precision-recall curve, AUROC and average precision at fixed thresholds.
 
-torchmetrics' ``thresholds=None`` keeps every prediction and target (states that grow with the data,
-a sort at compute): that cannot be synced in fixed-size buckets, so syncfree needs ``thresholds=``
-(an int ``n``: ``linspace(0, 1, n)``; a list of floats in ``[0, 1]``; a 1-d tensor), and the result
-equals torchmetrics' with the same thresholds.
+``thresholds=`` (an int ``n``: ``linspace(0, 1, n)``; a list of floats in ``[0, 1]``; a 1-d tensor):
+the result equals torchmetrics' with the same thresholds.
 
 State: ``counts`` (2 x (T + 1), int64): for target 0/1, how many predictions have ``k`` thresholds
 ``<= pred`` (``searchsorted`` over the sorted thresholds, O(N log T) instead of torchmetrics' N x T
@@ -16,17 +14,22 @@ torchmetrics; NaN preds are never positive (``NaN >= t`` is false).
 Deferred: bad targets are reported by :func:`syncfree.to_host` / ``compute(check=True)``
 (``ValueError`` with ``validate_args=True``, a warning otherwise). Raised at update: non-float preds,
 float targets, shapes that differ (``ValueError``, as torchmetrics).
-Not supported (``TypeError``): ``thresholds=None``; ``BinaryAUROC(max_fpr=...)``.
+``thresholds=None`` (torchmetrics' default, the exact value): ``BinaryAUROC`` and
+``BinaryAveragePrecision`` keep the samples in a bounded device buffer (``capacity=``, see
+:mod:`syncfree.exact_curves`). Not supported (``TypeError``): ``thresholds=None`` for ``BinaryROC``
+and ``BinaryPrecisionRecallCurve`` (a curve of data-dependent length); ``BinaryAUROC(max_fpr=...)``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, List, Mapping, Optional, Tuple, Union
+from functools import partial
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
+from syncfree import exact_curves
 from syncfree.metric import Metric
 
 _BAD = ("{metric}: {count} target value(s) that are not 0, 1 or ignore_index were excluded")
@@ -37,9 +40,10 @@ Thresholds = Union[int, List[float], Tensor, None]
 def _thresholds(owner: str, thresholds: Thresholds) -> Tensor:
     if thresholds is None:
         raise TypeError(
-            f"{owner}: thresholds=None (exact curves over every sample) needs states that grow with the data, "
-            "which syncfree cannot keep without host syncs. Pass thresholds=<int> (e.g. thresholds=200 for "
-            "linspace(0, 1, 200)), a list of floats or a 1-d tensor; or keep torchmetrics for the exact value."
+            f"{owner}: thresholds=None (the exact curve) has one point per distinct prediction, a length "
+            "known only by reading the data (a host sync). Pass thresholds=<int> (e.g. thresholds=200 for "
+            "linspace(0, 1, 200)), a list of floats or a 1-d tensor; the exact AUROC and AveragePrecision "
+            "take thresholds=None (a bounded sample buffer, capacity=)."
         )
     if isinstance(thresholds, bool) or not isinstance(thresholds, (int, list, Tensor)):
         raise ValueError(f"{owner}: thresholds must be an int, a list of floats or a 1-d tensor, got {thresholds!r}")
@@ -84,15 +88,25 @@ def _count_at_most(sorted_thresholds: Tensor, p: Tensor) -> Tensor:
 class _BinnedBinary(Metric):
     """Per-threshold binary confusion counts (see the module docstring)."""
 
+    _exact_scores = False  # True: thresholds=None keeps the samples (syncfree.exact_curves)
+    thresholds: Optional[Tensor]  # None: exact (thresholds=None)
+
     def __init__(self, thresholds: Thresholds, ignore_index: Optional[int], validate_args: bool,
-                 kwargs: Any) -> None:
+                 kwargs: Any, capacity: Optional[int] = None) -> None:
         super().__init__(**kwargs)
         owner = type(self).__name__
-        thr = _thresholds(owner, thresholds)
         if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
             raise ValueError(f"{owner}: ignore_index must be None or an int, got {ignore_index!r}")
         self.ignore_index = ignore_index
         self.validate_args = validate_args
+        self.capacity = exact_curves.check_capacity(owner, capacity, thresholds) if self._exact_scores else None
+        if self.capacity is not None:
+            self.thresholds = None
+            exact_curves.add_buffer(self, self.capacity, 2)  # (pred, target + 1)
+            self.add_state("_bad_targets", (), torch.int64)
+            self.add_check("_bad_targets", "error" if validate_args else "warn", _BAD, state=False)
+            return
+        thr = _thresholds(owner, thresholds)
         T = thr.numel()
         self._T = T
         order = torch.sort(thr, stable=True).indices
@@ -108,8 +122,8 @@ class _BinnedBinary(Metric):
         self.add_check("_bad_targets", "error" if validate_args else "warn", _BAD, state=False)
 
     def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
-        bad = (self.states() if states is None else states)["_bad_targets"].sum()
-        return [(bad, policy, message) for _, policy, message in self._checks if policy != "off"]
+        states = self.states() if states is None else states
+        return [(states[name].sum(), policy, message) for name, policy, message in self._checks if policy != "off"]
 
     def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
         owner = type(self).__name__
@@ -132,12 +146,47 @@ class _BinnedBinary(Metric):
             inside = inside | ignored
             tc.masked_fill_(ignored, 4)
         p = torch.where(inside.all(), p, p.sigmoid())
+        if self.capacity is not None:  # exact: keep the samples whose target is 0 or 1
+            S._bad_targets.add_(torch.count_nonzero((tc == 0) | (tc == 3)))
+            rows = torch.stack([p.to(S.samples.dtype), tc.to(S.samples.dtype)], 1)  # (pred, target + 1)
+            exact_curves.append(S, rows, (tc == 1) | (tc == 2), self._columns)
+            return
         if p.dtype != self._sorted.dtype:
             p = p.to(self._sorted.dtype)
         p = torch.nan_to_num(p, nan=-_INF, posinf=_INF, neginf=-_INF)
         bucket = _count_at_most(self._sorted, p)
         index = torch.add(bucket, torch.take(self._rows, tc), alpha=self._T + 1)
         S._hist.put_(index, torch.ones_like(index), accumulate=True)
+
+    def _binned_thresholds(self) -> Tensor:
+        """The thresholds of a binned metric (an exact one, ``thresholds=None``, has none)."""
+        if self.thresholds is None:
+            raise TypeError(f"{type(self).__name__}: thresholds=None keeps samples; it has no fixed thresholds")
+        return self.thresholds
+
+    def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
+        """A batch's states; exact: a sample buffer of the batch's size (see ``exact_curves.batch_view``)."""
+        preds = args[0] if args else kwargs.get("preds")
+        if self.capacity is None or not isinstance(preds, Tensor):
+            return super().batch_states(*args, **kwargs)
+        samples = self.state.view.samples
+        view = exact_curves.batch_view(min(self.capacity, preds.numel()), 2, samples.dtype, samples.device)
+        self._accumulate(view, *args, **kwargs)
+        return exact_curves.batch_of(view)
+
+    def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
+        if self.capacity is None:
+            return super().merge_batch(batch)
+        self.state.updates += 1
+        exact_curves.merge(self.state.view, batch, self._columns)
+        self.state.view._bad_targets.add_(batch["_bad_targets"])
+        self.state.touched()
+
+    def _exact(self, states: Mapping[str, Tensor], score: Any) -> Tensor:
+        """``score`` (:func:`exact_curves.auroc` or ``average_precision``) of the samples in ``states``."""
+        scores, labels, used = exact_curves.split(states)
+        value = score(scores.T, (labels == 1).unsqueeze(0), used.unsqueeze(0))[0].to(scores.dtype)
+        return exact_curves.flag_overflow(value, states)
 
     def _stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """(tps, fps, tns, fns) per threshold, in the order the thresholds were given."""
@@ -159,7 +208,7 @@ class _BinnedBinary(Metric):
         tps, fps, tns, fns = self._stats(states)
         tpr = _safe_div(tps, tps + fns, 0.0).flip(0)
         fpr = _safe_div(fps, fps + tns, 0.0).flip(0)
-        return fpr, tpr, self.thresholds.flip(0)
+        return fpr, tpr, self._binned_thresholds().flip(0)
 
 
 class BinaryPrecisionRecallCurve(_BinnedBinary):
@@ -171,7 +220,7 @@ class BinaryPrecisionRecallCurve(_BinnedBinary):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         precision, recall = self._pr_curve(states)
-        return precision, recall, self.thresholds.clone()
+        return precision, recall, self._binned_thresholds().clone()
 
 
 class BinaryROC(_BinnedBinary):
@@ -189,17 +238,22 @@ class BinaryAUROC(_BinnedBinary):
     """Area under the binned ROC curve (trapezoidal rule)."""
     higher_is_better = True
 
+    _exact_scores = True
+
     def __init__(self, max_fpr: Optional[float] = None, thresholds: Thresholds = None,
-                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> None:
+                 ignore_index: Optional[int] = None, validate_args: bool = True, capacity: Optional[int] = None,
+                 **kwargs: Any) -> None:
         if max_fpr is not None and max_fpr != 1:
             raise TypeError(
                 "BinaryAUROC: max_fpr is not supported by syncfree (the partial AUC's McClish correction "
                 "branches on the curve's values). Drop max_fpr, or keep torchmetrics for the partial AUC."
             )
-        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+        super().__init__(thresholds, ignore_index, validate_args, kwargs, capacity)
         self.max_fpr = max_fpr
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        if self.capacity is not None:
+            return self._exact(states, exact_curves.auroc)
         fpr, tpr, _ = self._roc(states)
         return torch.trapezoid(tpr, fpr)
 
@@ -207,12 +261,15 @@ class BinaryAUROC(_BinnedBinary):
 class BinaryAveragePrecision(_BinnedBinary):
     """Average precision: the step-wise area under the binned precision-recall curve."""
     higher_is_better = True
+    _exact_scores = True
 
     def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
-                 validate_args: bool = True, **kwargs: Any) -> None:
-        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+                 validate_args: bool = True, capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(thresholds, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        if self.capacity is not None:
+            return self._exact(states, partial(exact_curves.average_precision, no_positives=0.0))
         precision, recall = self._pr_curve(states)
         precision = torch.nan_to_num(precision, nan=0.0, posinf=_INF, neginf=-_INF)
         recall = torch.nan_to_num(recall, nan=0.0, posinf=_INF, neginf=-_INF)

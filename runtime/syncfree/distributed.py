@@ -34,6 +34,9 @@ Scheme
   (from the previous verified layout) so that the group's collectives stay aligned.
   Caveat: collectives issued on the same group between ``trigger_sync`` and ``wait_sync`` are
   only safe when every rank speculates alike (always the case when layouts do not change).
+- ``"cat"`` states (a buffer of samples, see :mod:`syncfree.exact_curves`) travel in a bucket of
+  their own: this rank's buffer at its rank's offset of a zero buffer ``world`` times larger, so the
+  SUM all_reduce gathers every rank's buffer; the synced copy holds them one after the other.
 - MIN shares the MAX bucket: a floating ``min`` state travels negated in the ``max`` bucket of
   its dtype (``min(x) = -max(-x)``), so a collection with both needs one all_reduce fewer.
   Integer ``min`` states keep a bucket of their own (negating ``iinfo.min`` overflows).
@@ -81,7 +84,8 @@ def is_distributed(group: Any = None) -> bool:
 
 def _reduce_op(op: str) -> Any:
     ReduceOp = _dist().ReduceOp
-    return {"sum": ReduceOp.SUM, "max": ReduceOp.MAX, "min": ReduceOp.MIN}[op]
+    # "cat": every rank's buffer sits at its own offset of a zero buffer, so a SUM gathers them.
+    return {"sum": ReduceOp.SUM, "cat": ReduceOp.SUM, "max": ReduceOp.MAX, "min": ReduceOp.MIN}[op]
 
 
 def transport_device(group: Any, device: torch.device) -> torch.device:
@@ -137,7 +141,8 @@ def _describe_hashes(owner: str, hashes: List[int], note: str) -> str:
 
 class SyncRecord:
     """One owner's sync bookkeeping: the sync in flight, and per process group the layout verified
-    at its last sync (hash, bucket specs). Neither survives pickling (both belong to this process)."""
+    at its last sync (hash, bucket specs). Neither survives pickling (both belong to this process);
+    ``copy.deepcopy`` keeps the verified layouts."""
 
     def __init__(self) -> None:
         self.pending: Optional["PendingSync"] = None
@@ -145,6 +150,15 @@ class SyncRecord:
 
     def __reduce__(self) -> Tuple[Any, Tuple[()]]:
         return (SyncRecord, ())
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "SyncRecord":
+        """A copy in this process (``clone``) keeps the verified layouts (its groups are the same):
+        otherwise a clone made on one rank only would stop speculating there while its twins on the
+        other ranks speculate, and two syncs in flight would then issue their collectives in a
+        different order on that rank. No sync in flight is copied."""
+        twin = SyncRecord()
+        twin.verified = dict(self.verified)
+        return twin
 
 
 def _group_key(group: Any) -> Any:
@@ -273,10 +287,17 @@ class PendingSync:
             buffer = bucket.buffer
             if buffer.device != bucket.home:
                 buffer = buffer.to(bucket.home)
+            if bucket.op == "cat":  # one row per rank; a state's rows follow each other
+                buffer = buffer.view(self.world, -1)
             offset = 0
             for label, owner, name in bucket.entries:
                 state = owner.view.__dict__[name]
                 n = state.numel()
+                if bucket.op == "cat":
+                    shape = (self.world * state.shape[0], *state.shape[1:])
+                    synced.setdefault(label[:len(label) - len(name)], {})[name] = buffer[:, offset:offset + n].reshape(shape)
+                    offset += n
+                    continue
                 piece = buffer[offset:offset + n].view(state.shape)
                 if owner.reductions[name] != bucket.op:  # a min state in the max bucket
                     piece = piece.neg()
@@ -377,6 +398,10 @@ def start_sync(owner: str, record: SyncRecord, entries: Sequence[Entry], group: 
             piece = states.view.__dict__[name].detach().reshape(-1)
             pieces.append(piece.neg() if states.reductions[name] != op else piece)
         flat = torch.cat(pieces)
+        if op == "cat":  # this rank's samples at its offset of a zero buffer; the SUM gathers them
+            world, rank = _dist().get_world_size(group), _dist().get_rank(group)
+            flat = torch.cat([flat.new_zeros(rank * flat.numel()), flat,
+                              flat.new_zeros((world - rank - 1) * flat.numel())])
         home = flat.device
         flat = flat.to(transport_device(group, home))
         buckets.append(_Bucket(members, flat, home, op))

@@ -73,10 +73,12 @@ class SyncLifecycle:
         self._sync_record.pending = pending
 
     def wait_sync(self, timeout: Any = None) -> None:
-        """Finish a started sync; afterwards ``compute`` returns the global value.
+        """Finish a started sync; afterwards the synced copy holds the global states.
 
         A part reset after ``trigger_sync`` (the metric itself, or a collection's member on its own)
-        stays reset: the reset wins over the sync in flight, as for a plain metric.
+        stays reset: the reset wins over the sync in flight, as for a plain metric. The reset never
+        drops the sync in flight: its collectives are finished here as on every other rank (a
+        dropped one would leave the other ranks waiting in an all_reduce this rank never makes).
         """
         pending, self._sync_record.pending = self._sync_record.pending, None
         if pending is not None:
@@ -105,12 +107,28 @@ class SyncLifecycle:
             part.state.synced.pop(part.holder, None)
 
     def states_for_compute(self) -> List[Mapping[str, Tensor]]:
-        """The states ``compute`` reads, per part: the synced copy when current; else, for parts with
-        ``sync_on_compute`` under a process group of several ranks, an all_reduce made now (one per
-        bucket for the whole owner, on the device, not stored); else the local states."""
+        """The states ``compute`` reads, per part: for parts with ``sync_on_compute`` under a process
+        group of several ranks, an all_reduce of the LOCAL states made now (one per bucket for the
+        whole owner, on the device, not stored); else the synced copy when current, else the local
+        states.
+
+        No rank can stall: whether a rank enters the collective depends only on what every rank
+        agrees on (``sync_on_compute``, the process group), never on local history. A synced copy
+        from an explicit ``sync()`` does not let ``compute`` skip the collective: another rank may
+        have updated (and dropped its copy) since, and would wait in an all_reduce this rank never
+        makes. The price: one extra collective per bucket when ``compute`` follows ``sync()``.
+
+        A sync in flight (``trigger_sync`` without ``wait_sync`` yet) is finished first, so every
+        rank issues its collectives in the same order: whether a sync started its all_reduces at
+        ``trigger_sync`` (speculation) depends on this object's history (a clone has no verified
+        layout), and ``compute``'s own collectives must not interleave with them differently on
+        different ranks. (Under NCCL that wait reads the layout check to the host, as ``wait_sync``
+        does; with no sync in flight ``compute`` reads nothing.)
+        """
+        self.wait_sync()
         parts = self.sync_parts()
-        todo = [part for part in parts if part.sync_on_compute and part.holder not in part.state.synced]
-        reduced = {}
+        todo = [part for part in parts if part.sync_on_compute]
+        reduced: Dict[str, Dict[str, Tensor]] = {}
         if todo:
             reduced = sync_for_compute(type(self).__name__, self._sync_record, self._entries(todo),
                                        self._default_group)
@@ -122,7 +140,6 @@ class SyncLifecycle:
 
     def results_and_checks(self) -> Tuple[Any, List[Counter]]:
         """What ``to_host`` reads: the results as ``compute`` gives them, and the check counters of
-        the same states (pending syncs are finished first)."""
-        self.wait_sync()
+        the same states (pending syncs are finished first, by ``states_for_compute``)."""
         states = self.states_for_compute()
         return self._results(states), self._counters(states)

@@ -2,11 +2,16 @@
 
     trainer = lightning.Trainer(callbacks=[syncfree.lightning.EpochMetrics()])
 
-In the LightningModule the steps only update (``self.train_acc.update(preds, y)`` or
-``self.train_acc(preds, y)``); Lightning's ``self.log("acc", metric)`` accepts only torchmetrics
-objects, and logging ``metric.compute()`` every step would average per-step values. At the end of
+Two ways to log. (1) As with torchmetrics: ``self.log("acc", self.acc)`` (or ``self.log_dict(collection)``)
+logs the metric object; Lightning calls ``compute()`` at the epoch end and resets it. Importing this
+module makes that work: it registers ``syncfree.metric.Metric`` as a virtual subclass of
+``torchmetrics.Metric``, the type Lightning's ``self.log`` accepts. (2) The callback: the steps only
+update (``self.train_acc.update(preds, y)`` or ``self.train_acc(preds, y)``; logging
+``metric.compute()`` every step would average per-step values), and at the end of
 each training, validation and test epoch, ``EpochMetrics`` logs ``compute()`` of every syncfree
-metric or ``MetricCollection`` the module holds (at any depth) that was updated during that epoch,
+metric or ``MetricCollection`` the module holds (at any depth) that was updated during that epoch
+(on any rank: under DDP the ranks agree on that with one tiny all_reduce, so a rank that saw no
+batch for a metric still joins its collective),
 under its attribute path (``train_acc``; a collection logs its own keys), then resets it. Like
 torchmetrics' default ``sync_on_compute=True``, ``compute()`` is global under DDP (an all_reduce
 on every rank, at the same point). The values are read with :func:`syncfree.to_host`: one host
@@ -18,21 +23,34 @@ the count (torchmetrics raises at the update; ``syncfree.validate("eager")`` doe
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple
 
-try:
+if TYPE_CHECKING:  # the type checker sees one Callback class: lightning's
     from lightning.pytorch.callbacks import Callback
-except ImportError:  # pragma: no cover - the older package name
+else:
     try:
-        from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
-    except ImportError as exc:  # pragma: no cover
-        raise ImportError("syncfree.lightning needs lightning: pip install lightning") from exc
+        from lightning.pytorch.callbacks import Callback
+    except ImportError:  # pragma: no cover - the older package name
+        try:
+            from pytorch_lightning.callbacks import Callback
+        except ImportError as exc:  # pragma: no cover
+            raise ImportError("syncfree.lightning needs lightning: pip install lightning") from exc
 
 import torch
+from torchmetrics import Metric as _TorchMetric
 
 from syncfree.collection import MetricCollection
+from syncfree.distributed import is_distributed, transport_device
 from syncfree.host import to_host
 from syncfree.metric import Metric
+
+
+# ``self.log("acc", metric)`` as with torchmetrics: Lightning accepts a value only if it is a
+# ``torchmetrics.Metric`` (an ``isinstance`` check), keeps the object, calls its ``compute()`` at the
+# epoch end (global under DDP, ``sync_on_compute``) and ``reset()``s it; ``on_step`` logs the value
+# ``forward`` returned (``_forward_cache``). A syncfree metric has all of that, so it is registered as a
+# virtual subclass of torchmetrics' ``Metric`` (an ABC): nothing of torchmetrics runs in it.
+_TorchMetric.register(Metric)
 
 
 def _metrics(module: Any) -> Iterator[Tuple[str, Any]]:
@@ -51,6 +69,24 @@ def _metrics(module: Any) -> Iterator[Tuple[str, Any]]:
 def _loggable(value: Any) -> Any:
     """A value from ``to_host`` as ``LightningModule.log`` takes it (a number; a list as a tensor)."""
     return torch.tensor(value) if isinstance(value, list) else value
+
+
+def _updated_on_any_rank(flags: List[bool]) -> List[bool]:
+    """``flags`` (one per metric, in the module's order, the same on every rank) OR-ed over the ranks.
+
+    Whether a rank computes a metric (a collective under ``sync_on_compute``) must not depend on its
+    local history: a rank that saw no batch for a metric in this epoch (uneven data, a conditional
+    update) would skip the all_reduce the other ranks wait in. One tiny all_reduce (MAX) and one host
+    read per epoch end, only under a process group of several ranks.
+    """
+    if not flags or not is_distributed():
+        return flags
+    import torch.distributed as dist
+
+    device = transport_device(None, torch.device("cpu"))
+    agreed = torch.tensor([int(f) for f in flags], dtype=torch.int64, device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    return [bool(v) for v in agreed.tolist()]
 
 
 def _serial(metric: Any) -> int:
@@ -72,9 +108,11 @@ class EpochMetrics(Callback):
 
     def _finish(self, stage: str, module: Any) -> None:
         start = self._start.pop(stage, {})
-        for name, metric in _metrics(module):
-            if _serial(metric) == start.get(id(metric), 0):
-                continue  # not updated in this stage's epoch
+        found = list(_metrics(module))
+        updated = _updated_on_any_rank([_serial(m) != start.get(id(m), 0) for _, m in found])
+        for (name, metric), was_updated in zip(found, updated):
+            if not was_updated:
+                continue  # not updated in this stage's epoch, on any rank
             if stage == "train" and id(metric) in self._owned_by_evaluation:
                 continue  # updated by the validation that ran inside this training epoch
             if stage != "train":

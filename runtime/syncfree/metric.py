@@ -26,8 +26,9 @@ never touches the local states: it fills a separate *synced* copy that ``compute
 the next ``update``/``reset``/``unsync``, so local accumulation can go on after a sync.
 
 ``compute`` is global by default (``sync_on_compute=True``, as torchmetrics): when
-``torch.distributed`` is initialised with more than one rank and no synced copy is current, it
-all_reduces the states (on their device, one collective per bucket, no host read) and computes
+``torch.distributed`` is initialised with more than one rank, it all_reduces the local states on
+every call (on their device, one collective per bucket, no host read; also after an explicit
+``sync()``, so that no rank's local history decides whether it enters a collective) and computes
 from the reduced copy without storing it; the local states are unchanged.
 
 Errors: what can be known without reading device data (argument values, shapes, dtypes) raises
@@ -159,6 +160,7 @@ class Metric(nn.Module, SyncLifecycle):
     full_state_update = False
     is_differentiable = False
     higher_is_better: Optional[bool] = None  # True/False on the metrics where torchmetrics says so
+    _forward_cache: Any = None  # the last forward's batch value (torchmetrics' name, read by Lightning)
     # The attributes ``_accumulate`` reads besides its arguments and states. Two metrics of one
     # ``_accumulate``, one state layout and equal values of these attributes fill their states alike,
     # so a MetricCollection updates them once (a compute group). None: the metric never shares.
@@ -331,7 +333,8 @@ class Metric(nn.Module, SyncLifecycle):
         if _validation.eager() and not torch.compiler.is_compiling():
             self.check_batch_now(batch)
         self.merge_batch(batch)
-        return self._compute(batch)
+        value = self._forward_cache = self._compute(batch)  # what Lightning's on_step logging reads
+        return value
 
     def check_batch_now(self, batch: Mapping[str, Tensor]) -> None:
         """Read the check counters of one batch (from :meth:`batch_states`) to the host and raise or
@@ -347,10 +350,16 @@ class Metric(nn.Module, SyncLifecycle):
     def compute(self, check: bool = False) -> Tensor:
         """The metric over everything seen, as device tensors.
 
-        Global when a synced copy is current (after ``wait_sync``/``sync``) or, with
-        ``sync_on_compute=True`` (the default) under an initialised process group of more than one
-        rank, through an all_reduce of the states made now (no host read; not stored, the local
-        states are unchanged). Every rank must then call ``compute`` at the same point.
+        With ``sync_on_compute=True`` (the default) under an initialised process group of more
+        than one rank: global, through an all_reduce of the local states made now on every call
+        (no host read; not stored, the local states are unchanged). Every rank must then call
+        ``compute`` at the same point. It always makes that collective, also right after an
+        explicit ``sync()``: whether a rank enters a collective never depends on its local history
+        (a rank that updated since the sync and one that did not must make the same calls), so
+        ``compute`` after ``sync()`` costs one extra all_reduce per bucket. A sync in flight is
+        finished first (``wait_sync``), so every rank's collectives stay in one order. With
+        ``sync_on_compute=False``: the synced copy when current (after ``wait_sync``/``sync``,
+        until the next update/reset/``unsync``), else this rank's local value; no collective.
         ``check=True`` reads the check counters to the host (a sync) and raises/warns now.
         """
         states = self.states_for_compute()
@@ -366,9 +375,11 @@ class Metric(nn.Module, SyncLifecycle):
         self.reset_group()
 
     def reset_group(self) -> None:
-        """``reset`` of the states this metric holds, also when a compute group shares them."""
+        """``reset`` of the states this metric holds, also when a compute group shares them.
+
+        A sync in flight is kept: ``wait_sync`` still finishes its collectives (as every other rank
+        does) but leaves the reset states alone."""
         self.state.reset()
-        self._sync_record.pending = None
 
     # ---- SyncLifecycle --------------------------------------------------------------------
     def sync_parts(self) -> List[SyncPart]:

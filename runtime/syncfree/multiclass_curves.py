@@ -1,8 +1,9 @@
 """Binned multiclass AUROC and average precision: one-vs-rest binary curves at fixed thresholds.
 
-As for the binary curves (:mod:`syncfree.curves`), ``thresholds=`` is required (an int ``n``:
-``linspace(0, 1, n)``; a list of floats in ``[0, 1]``; a 1-d tensor) and the result equals
-torchmetrics' with the same thresholds.
+As for the binary curves (:mod:`syncfree.curves`): ``thresholds=`` (an int ``n``: ``linspace(0, 1,
+n)``; a list of floats in ``[0, 1]``; a 1-d tensor) gives torchmetrics' value with the same
+thresholds; ``thresholds=None`` (torchmetrics' default) the exact value, from a bounded device
+buffer of samples (``capacity=``, see :mod:`syncfree.exact_curves`).
 
 Inputs, as torchmetrics: ``preds`` ``(N, C, ...)`` float scores, ``target`` ``(N, ...)`` labels in
 ``[0, C)`` or ``ignore_index``. Scores outside ``[0, 1]`` (over the entries not ignored, decided per
@@ -22,11 +23,12 @@ the averages (without its warning, which would need a host read).
 from __future__ import annotations
 
 import math
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor
 
+from syncfree import exact_curves
 from syncfree._labels import _check_num_classes
 from syncfree.curves import Thresholds, _count_at_most, _safe_div, _thresholds
 from syncfree.metric import Metric
@@ -54,7 +56,7 @@ class _BinnedMulticlass(Metric):
     higher_is_better = True
 
     def __init__(self, num_classes: Optional[int], average: Optional[str], thresholds: Thresholds,
-                 ignore_index: Optional[int], validate_args: bool, kwargs: Any) -> None:
+                 ignore_index: Optional[int], validate_args: bool, kwargs: Any, capacity: Optional[int]) -> None:
         super().__init__(**kwargs)
         owner = type(self).__name__
         C = _check_num_classes(owner, num_classes)
@@ -62,11 +64,19 @@ class _BinnedMulticlass(Metric):
             raise ValueError(f"{owner}: average must be one of {_AVERAGES}, got {average!r}")
         if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
             raise ValueError(f"{owner}: ignore_index must be None or an int, got {ignore_index!r}")
-        thr = _thresholds(owner, thresholds)
         self.num_classes = C
         self.average = average
         self.ignore_index = ignore_index
         self.validate_args = validate_args
+        self.capacity = exact_curves.check_capacity(owner, capacity, thresholds)
+        if self.capacity is not None:  # thresholds=None: the samples, (scores..., target + 1) per row
+            self.thresholds = None
+            exact_curves.add_buffer(self, self.capacity, C + 1)
+            self.add_constant("_classes", torch.arange(C, dtype=torch.int64))
+            self.add_state("_bad_targets", (), torch.int64)
+            self.add_check("_bad_targets", "error" if validate_args else "warn", _BAD, state=False)
+            return
+        thr = _thresholds(owner, thresholds)
         T = thr.numel()
         self._T = T
         order = torch.sort(thr, stable=True).indices
@@ -107,6 +117,10 @@ class _BinnedMulticlass(Metric):
             S._bad_targets.add_(torch.count_nonzero(~valid))
             inside = (p.clamp(0, 1) == p).all()
         p = torch.where(inside, p, p.softmax(1))
+        if self.capacity is not None:
+            code = t.add(1).to(S.samples.dtype).unsqueeze(1)
+            exact_curves.append(S, torch.cat([p.to(S.samples.dtype), code], 1), valid, self._columns)
+            return
         if p.dtype != self._sorted.dtype:
             p = p.to(self._sorted.dtype)
         p = torch.nan_to_num(p, nan=-_INF, posinf=_INF, neginf=-_INF)
@@ -117,8 +131,36 @@ class _BinnedMulticlass(Metric):
         S._hist.put_(index, torch.ones_like(index), accumulate=True)
 
     def check_counters(self, states: Optional[Mapping[str, Tensor]] = None) -> List[Tuple[Tensor, str, str]]:
-        bad = (self.states() if states is None else states)["_bad_targets"]
-        return [(bad, policy, message) for _, policy, message in self._checks if policy != "off"]
+        states = self.states() if states is None else states
+        return [(states[name], policy, message) for name, policy, message in self._checks if policy != "off"]
+
+    def batch_states(self, *args: Any, **kwargs: Any) -> Dict[str, Tensor]:
+        """A batch's states; exact: a sample buffer of the batch's size (see ``exact_curves.batch_view``)."""
+        preds = args[0] if args else kwargs.get("preds")
+        if self.capacity is None or not isinstance(preds, Tensor):
+            return super().batch_states(*args, **kwargs)
+        samples = self.state.view.samples
+        rows = min(self.capacity, preds.numel() // self.num_classes)
+        view = exact_curves.batch_view(rows, self.num_classes + 1, samples.dtype, samples.device)
+        self._accumulate(view, *args, **kwargs)
+        return exact_curves.batch_of(view)
+
+    def merge_batch(self, batch: Mapping[str, Tensor]) -> None:
+        if self.capacity is None:
+            return super().merge_batch(batch)
+        self.state.updates += 1
+        exact_curves.merge(self.state.view, batch, self._columns)
+        self.state.view._bad_targets.add_(batch["_bad_targets"])
+        self.state.touched()
+
+    def _exact(self, states: Mapping[str, Tensor], score: Any) -> Tensor:
+        """``score`` (:func:`exact_curves.auroc` or ``average_precision``) of every class, one-vs-rest,
+        averaged; NaN when samples were dropped."""
+        scores, labels, used = exact_curves.split(states)
+        positive = labels.unsqueeze(0) == self._classes.unsqueeze(1)
+        per_class = score(scores.T, positive, used.unsqueeze(0).expand_as(positive)).to(scores.dtype)
+        value = _reduce(per_class, self.average, positive.logical_and(used).sum(-1))
+        return exact_curves.flag_overflow(value, states)
 
     def _stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """(tps, fps, tns, fns) per class and threshold (thresholds in the given order), and the
@@ -135,10 +177,12 @@ class MulticlassAUROC(_BinnedMulticlass):
 
     def __init__(self, num_classes: Optional[int] = None, average: Optional[str] = "macro",
                  thresholds: Thresholds = None, ignore_index: Optional[int] = None, validate_args: bool = True,
-                 **kwargs: Any) -> None:
-        super().__init__(num_classes, average, thresholds, ignore_index, validate_args, kwargs)
+                 capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(num_classes, average, thresholds, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        if self.capacity is not None:
+            return self._exact(states, exact_curves.auroc)
         tps, fps, tns, fns, support = self._stats(states)
         tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
         fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
@@ -150,10 +194,12 @@ class MulticlassAveragePrecision(_BinnedMulticlass):
 
     def __init__(self, num_classes: Optional[int] = None, average: Optional[str] = "macro",
                  thresholds: Thresholds = None, ignore_index: Optional[int] = None, validate_args: bool = True,
-                 **kwargs: Any) -> None:
-        super().__init__(num_classes, average, thresholds, ignore_index, validate_args, kwargs)
+                 capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(num_classes, average, thresholds, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        if self.capacity is not None:
+            return self._exact(states, exact_curves.average_precision)
         tps, fps, _, fns, support = self._stats(states)
         precision = torch.nan_to_num(_safe_div(tps, tps + fps, math.nan), nan=0.0)
         recall = torch.nan_to_num(_safe_div(tps, tps + fns, math.nan), nan=0.0)

@@ -160,7 +160,7 @@ def _multilabel(name: str, num_labels: Optional[int], *args: Any, **kwargs: Any)
 class Specificity:
     """``Specificity(task=...)`` builds a binary, multiclass or multilabel specificity."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
@@ -177,7 +177,7 @@ class Specificity:
 class FBetaScore:
     """``FBetaScore(task=..., beta=...)`` builds a binary, multiclass or multilabel F-beta score."""
 
-    def __new__(cls, task: str, beta: float = 1.0, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, beta: float = 1.0, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> Metric:
@@ -197,7 +197,7 @@ class FBetaScore:
 class StatScores:
     """``StatScores(task=...)`` builds binary, multiclass or multilabel stat scores."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, **kwargs: Any) -> Metric:
@@ -214,7 +214,7 @@ class StatScores:
 class JaccardIndex:
     """``JaccardIndex(task=...)`` builds a binary, multiclass or multilabel Jaccard index."""
 
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "macro",
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
         task = _task("JaccardIndex", task)

@@ -22,7 +22,11 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-REDUCE_OPS = ("sum", "max", "min")
+# "cat": a buffer of samples (unused slots hold zeros). A sync places every rank's buffer at its rank's
+# offset of a zero buffer ``world`` times larger and sums those (an all_gather through the same
+# all_reduce buckets); the synced copy holds the ranks' buffers one after the other. A batch of
+# samples cannot be reduced into it: the metric appends it (see syncfree.exact_curves).
+REDUCE_OPS = ("sum", "max", "min", "cat")
 
 # (state name, offset in its flat tensor, shape)
 Slot = Tuple[str, int, Tuple[int, ...]]
@@ -34,7 +38,7 @@ class StateContractError(TypeError):
 
 def identity_value(op: str, dtype: torch.dtype) -> Union[int, float]:
     """The neutral element of ``op`` for ``dtype`` (what an empty state holds)."""
-    if op == "sum":
+    if op in ("sum", "cat"):
         return 0
     if dtype.is_floating_point:
         return -math.inf if op == "max" else math.inf
@@ -156,7 +160,7 @@ class MetricState:
             views[flat_name].zero_()
             for name, _, _ in slots:
                 op = self.reductions[name]
-                if op != "sum":
+                if op not in ("sum", "cat"):
                     views[name].fill_(identity_value(op, views[name].dtype))
 
     def reset(self) -> None:
@@ -196,6 +200,9 @@ class MetricState:
             op = self.reductions[name]
             if op == "sum":
                 state.add_(value)
+            elif op == "cat":
+                raise TypeError(f"the state {name!r} is a buffer of samples (reduce 'cat'): a batch is appended "
+                                "to it, not reduced into it; the metric must override merge_batch")
             elif op == "max":
                 torch.maximum(state, value, out=state)
             else:

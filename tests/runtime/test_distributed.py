@@ -4,6 +4,7 @@ Each child runs a scenario and puts ``(rank, "ok", result)`` or ``(rank, "error"
 queue; the parent asserts. Every wait has a timeout, so a hang fails the test instead of blocking.
 """
 
+import datetime
 import os
 import queue
 import socket
@@ -78,10 +79,12 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _child(rank, world, port, scenario, kwargs, results):
+def _child(rank, world, port, scenario, kwargs, results, pg_timeout=None):
     try:
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+        extra = {} if pg_timeout is None else {"timeout": datetime.timedelta(seconds=pg_timeout)}
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                **extra)
         fn = scenario if callable(scenario) else SCENARIOS[scenario]  # a name here, or any function (fork)
         results.put((rank, "ok", fn(rank, world, **kwargs)))
     except BaseException:  # noqa: BLE001 - everything goes back to the parent
@@ -91,13 +94,14 @@ def _child(rank, world, port, scenario, kwargs, results):
             dist.destroy_process_group()
 
 
-def _launch(scenario, world, **kwargs):
+def _launch(scenario, world, pg_timeout=None, **kwargs):
     """Run ``scenario`` (a name in SCENARIOS, or a function: other test modules pass their own) on
-    ``world`` forked gloo ranks; return ``{rank: (status, payload)}``."""
+    ``world`` forked gloo ranks; return ``{rank: (status, payload)}``. ``pg_timeout`` (seconds): the
+    process group's timeout, so that a rank stalled in a collective fails fast."""
     ctx = mp.get_context("fork")
     results = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_child, args=(r, world, port, scenario, kwargs, results)) for r in range(world)]
+    procs = [ctx.Process(target=_child, args=(r, world, port, scenario, kwargs, results, pg_timeout)) for r in range(world)]
     for p in procs:
         p.start()
     out = {}
@@ -161,7 +165,9 @@ def scenario_uneven(rank, world):
 
 def scenario_single_metric(rank, world):
     batches = _batches()
-    mean, mx = syncfree.MeanMetric(), syncfree.MaxMetric()
+    # sync_on_compute=False: compute reads the synced copy (a sync_on_compute metric all_reduces its
+    # local states again at compute, so it would count the update made after trigger_sync).
+    mean, mx = syncfree.MeanMetric(sync_on_compute=False), syncfree.MaxMetric(sync_on_compute=False)
     for preds, _ in batches[rank::world]:
         mean.update(preds[:, 0])
         mx.update(preds[:, 0])

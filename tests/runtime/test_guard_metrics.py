@@ -112,6 +112,12 @@ METRICS = {
     "MulticlassAUROC-weighted": (
         lambda: syncfree.MulticlassAUROC(C, average="weighted", thresholds=11, ignore_index=-1), "multiclass"),
     "MulticlassAveragePrecision": (lambda: syncfree.MulticlassAveragePrecision(C, thresholds=20), "multiclass"),
+    # thresholds=None: the exact value, from a bounded sample buffer (syncfree.exact_curves)
+    "BinaryAUROC-exact": (lambda: syncfree.BinaryAUROC(capacity=100), "binary"),
+    "BinaryAveragePrecision-exact-ignore": (lambda: syncfree.BinaryAveragePrecision(ignore_index=0), "binary"),
+    "MulticlassAUROC-exact": (lambda: syncfree.MulticlassAUROC(C, ignore_index=-1, capacity=100), "multiclass"),
+    "MulticlassAveragePrecision-exact-weighted": (
+        lambda: syncfree.MulticlassAveragePrecision(C, average="weighted"), "multiclass"),
 }
 
 

@@ -156,8 +156,8 @@ def test_binned_multiclass_curves_count_bad_targets_and_need_thresholds():
     m.update(torch.rand(4, 3), torch.tensor([0, 1, 3, -2]))
     with pytest.raises(ValueError, match=r"MulticlassAUROC: 2 target value\(s\) outside"):
         syncfree.to_host(m)
-    with pytest.raises(TypeError, match="thresholds=None"):
-        syncfree.MulticlassAveragePrecision(3)
+    with pytest.raises(ValueError, match="capacity= is the sample buffer"):
+        syncfree.MulticlassAveragePrecision(3, thresholds=5, capacity=10)
     with pytest.raises(ValueError, match="average must be one of"):
         syncfree.MulticlassAUROC(3, average="micro", thresholds=5)
 

@@ -20,8 +20,9 @@ def _data(seed):
 
 
 class Net(lightning.LightningModule):
-    def __init__(self, library):
+    def __init__(self, library, log_objects=False):
         super().__init__()
+        self.log_objects = log_objects or library is torchmetrics  # self.log("name", metric)
         torch.manual_seed(0)
         self.layer = torch.nn.Linear(8, CLASSES)
         self.library = library
@@ -38,7 +39,7 @@ class Net(lightning.LightningModule):
         loss = torch.nn.functional.cross_entropy(logits, y)
         self.train_acc.update(logits, y)
         self.train_loss.update(loss.detach())
-        if self.library is torchmetrics:
+        if self.log_objects:
             self.log("train_acc", self.train_acc, on_step=False, on_epoch=True)
             self.log("train_loss", self.train_loss, on_step=False, on_epoch=True)
         return loss
@@ -46,15 +47,15 @@ class Net(lightning.LightningModule):
     def validation_step(self, batch, batch_idx):
         x, y = batch
         self.val_metrics.update(self.layer(x), y)
-        if self.library is torchmetrics:
+        if self.log_objects:
             self.log_dict(self.val_metrics, on_step=False, on_epoch=True)
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.5)
 
 
-def _fit(library, callbacks, epochs=2):
-    module = Net(library)
+def _fit(library, callbacks, epochs=2, module=None):
+    module = module or Net(library)
     trainer = lightning.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False,
                                 enable_checkpointing=False, enable_progress_bar=False,
                                 enable_model_summary=False, num_sanity_val_steps=0, callbacks=callbacks)
@@ -80,6 +81,43 @@ def test_compute_runs_only_at_epoch_ends(monkeypatch):
     # per epoch: Accuracy and MeanMetric (train), the collection (validation; it computes its members itself)
     assert sorted(calls) == sorted(["MulticlassAccuracy", "MeanMetric", "MetricCollection"] * 3), calls
     assert float(module.train_acc.compute()) == 0.0  # reset after the last epoch was logged
+
+
+def test_self_log_of_a_syncfree_metric_equals_torchmetrics(monkeypatch):
+    calls = []
+    for cls in (syncfree.Metric, syncfree.MetricCollection):
+        original = cls.states_for_compute
+        monkeypatch.setattr(cls, "states_for_compute", lambda self, *a, _o=original, **k: calls.append(type(self).__name__) or _o(self, *a, **k))
+    module, ours = _fit(syncfree, [], epochs=3, module=Net(syncfree, log_objects=True))
+    _, reference = _fit(torchmetrics, [], epochs=3)
+    assert set(ours) == set(reference) == {"train_acc", "train_loss", "val_acc", "val_f1"}
+    for name, value in reference.items():
+        assert ours[name] == pytest.approx(value, abs=1e-6), name
+    # Lightning computes each logged metric once per epoch (the collection's members one by one)
+    assert sorted(calls) == sorted(["MulticlassAccuracy", "MeanMetric", "MulticlassAccuracy", "MulticlassF1Score"] * 3)
+    assert float(module.train_acc.compute()) == 0.0  # Lightning reset it after the last epoch
+
+
+class StepLogging(Net):
+    """``forward`` in the step and ``on_step=True``: the batch value each step, the epoch value at its end."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self.layer(x)
+        self.train_acc(logits, y)
+        self.log("train_acc", self.train_acc, on_step=True, on_epoch=True)
+        return torch.nn.functional.cross_entropy(logits, y)
+
+    def validation_step(self, batch, batch_idx):
+        pass
+
+
+def test_self_log_on_step_logs_the_forward_value_as_torchmetrics():
+    _, ours = _fit(syncfree, [], module=StepLogging(syncfree, log_objects=True))
+    _, reference = _fit(torchmetrics, [], module=StepLogging(torchmetrics))
+    assert set(ours) == set(reference) == {"train_acc", "train_acc_step", "train_acc_epoch"}
+    for name, value in reference.items():
+        assert ours[name] == pytest.approx(value, abs=1e-6), name
 
 
 class BadLabels(Net):

@@ -100,8 +100,8 @@ def is_library(filename: str) -> bool:
 
 def user_frame(frame: Optional[types.FrameType] = None):
     """(innermost frame outside library code, the frame it called) or (None, None)."""
-    f = frame if frame is not None else sys._getframe(1)
-    child = None
+    f: Optional[types.FrameType] = frame if frame is not None else sys._getframe(1)
+    child: Optional[types.FrameType] = None
     while f is not None:
         if not is_library(f.f_code.co_filename):
             return f, child

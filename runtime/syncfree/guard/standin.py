@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any
+from typing import Any, Optional, Tuple
 
 import torch
 
@@ -58,8 +58,8 @@ GROUPING = _GroupingPatch()
 
 class _ThreadState(threading.local):
     depth = 0
-    modes: Any = None
-    usage: Any = None
+    modes: Optional[Tuple[StandInFunctionMode, StandInDispatchMode]] = None
+    usage: Optional[Usage] = None
 
 
 class StandInBackend(Backend):
@@ -96,6 +96,7 @@ class StandInBackend(Backend):
         state = self._thread
         state.depth -= 1
         if state.depth == 0:
+            assert state.modes is not None  # entered by activate at depth 0
             fmode, dmode = state.modes
             state.modes = state.usage = None
             GROUPING.release()
