@@ -6,7 +6,7 @@ import json
 import linecache
 import os
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from .steps import StepCounter
 
@@ -76,12 +76,13 @@ MODE_TEXT = {
 }
 
 
-def render(result: TraceResult) -> str:
-    """The report table: one row per site, most syncs per step first, then the total."""
+def render(result: TraceResult, *, subject: str = "script", name: Callable[[str], str] = display_path) -> str:
+    """The report table: one row per site, most syncs per step first, then the total.
+    ``name`` writes a site's file (a notebook cell's label)."""
     lines = [f"syncfree.trace: mode {MODE_TEXT.get(result.mode, result.mode)}"]
     how = "stopped after --steps" if result.stopped else "ran to the end"
     if result.failed:
-        how = "the script failed; counts cover the steps before the error"
+        how = f"the {subject} failed; counts cover the steps before the error"
     lines.append(f"{result.steps} optimizer steps counted ({how})")
     lines.extend(f"note: {n}" for n in result.notes)
     if not result.sites:
@@ -90,7 +91,7 @@ def render(result: TraceResult) -> str:
     rows = [("site", "code", "kind", "syncs/step", "wait ms/step")]
     for s in result.sites:
         wait = "-" if s.wait_ms is None else f"{s.wait_ms:.3f}"
-        rows.append((f"{display_path(s.file)}:{s.line}", _code(s.file, s.line), s.kind, f"{s.per_step:.2f}", wait))
+        rows.append((f"{name(s.file)}:{s.line}", _code(s.file, s.line), s.kind, f"{s.per_step:.2f}", wait))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         lines.append("  ".join(r[i].ljust(widths[i]) if i < 3 else r[i].rjust(widths[i]) for i in range(5)).rstrip())
