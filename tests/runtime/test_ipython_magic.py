@@ -146,3 +146,23 @@ def test_the_extension_imports_neither_ipython_nor_the_linter():
         "assert not {'IPython', 'libcst', 'syncfree_lint'} & set(sys.modules), sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+LOOP = """\
+for step in range(4):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    seen = loss.item()
+"""
+
+
+def test_a_model_set_up_on_the_cpu_in_an_earlier_cell_is_seen_once_moved_in_the_cell(shell, capsys):
+    assert shell.run_cell("model = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n").success
+    result, out = run(shell, "%%sync_trace --device stand-in --out traced\n" + LOOP, capsys)
+    assert result.success and shell.user_ns["traced"].sites == ()
+    assert "note: no tensor was placed on the device" in out
+    result, out = run(shell, '%%sync_trace --device stand-in --out traced\nmodel.to("cuda")\n' + LOOP, capsys)
+    assert result.success and "note:" not in out
+    assert [(s.line, s.per_step) for s in shell.user_ns["traced"].sites] == [(7, 1.0)]
