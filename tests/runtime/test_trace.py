@@ -54,7 +54,7 @@ def test_json_schema_and_mode(traced):
     assert set(data) == {"mode", "steps", "sites"}
     assert data["mode"] == "stand-in" and data["steps"] == 10
     for site in data["sites"]:
-        assert set(site) == {"file", "line", "kind", "count", "per_step", "wait_ms"}
+        assert set(site) == {"file", "line", "kind", "count", "per_step", "wait_ms", "in_steps"}
         assert site["wait_ms"] is None  # nothing is measured on the stand-in
         assert site["per_step"] == pytest.approx(site["count"] / 10)
 

@@ -21,6 +21,7 @@ class Site:
     count: int
     per_step: float
     wait_ms: Optional[float]  # host time blocked per step; None where not measured
+    in_steps: int = 0  # counted steps in which it synced (count / in_steps > 1: a loop within a step)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ def collect(
         if timed:
             wait = round(1000.0 * counter.wait_s.get((file, line), 0.0) / steps, 3) if steps else 0.0
         per_step = round(count / steps, 4) if steps else 0.0
-        sites.append(Site(file, line, kind, count, per_step, wait))
+        in_steps = counter.steps_with.get((file, line, kind), 0)
+        sites.append(Site(file, line, kind, count, per_step, wait, in_steps))
     sites.sort(key=lambda s: (-s.count, s.file, s.line, s.kind))
     return TraceResult(mode, steps, tuple(sites), counter.stopped, notes, failed)
 

@@ -92,6 +92,7 @@ class TraceSession:
             notes.append(f"the {self.subject} never called optimizer.step(): its whole run counts as one step")
             counter = StepCounter(self.guard)
             counter.counts = Counter((ev.filename, ev.lineno, ev.kind) for ev in self.guard.events)
+            counter.steps_with = Counter(set(counter.counts))
             counter.seen = 2  # the set-up step and one counted step
         elif counter.seen == 0:
             notes.append(f"the {self.subject} never called optimizer.step(): there is no step to count syncs per")
