@@ -9,6 +9,10 @@ counted steps.  A cell that never calls ``optimizer.step()`` counts its whole ru
 Syncs in functions defined by other cells are shown at their cell (``In[3]:7``).  ``--out NAME``
 also stores the :class:`~syncfree.trace.report.TraceResult` as ``NAME`` in the namespace.
 
+``%sync_stand_in on`` (``off``) maps ``"cuda"`` to the CPU stand-in for every following cell, as
+the tracer does for a script: a model set up in an earlier cell is then on the device when a later
+cell is traced (``trace/session_map.py``).
+
 IPython is imported by nobody here: the shell object is handed in by ``%load_ext``.
 """
 
@@ -22,6 +26,7 @@ from typing import Any, Callable
 
 from .trace.report import display_path, render
 from .trace.session import DEVICES, TraceSession
+from .trace.session_map import SESSION_MAP
 from .trace.steps import StopTrace
 
 _RUNS = itertools.count(1)
@@ -109,11 +114,25 @@ def sync_trace(shell: Any, line: str, cell: str) -> Any:
     return None
 
 
+def sync_stand_in(line: str) -> None:
+    """``%sync_stand_in [on|off]``: map ``"cuda"`` to the stand-in for the following cells, or stop."""
+    word = line.strip() or "on"
+    if word == "on":
+        changed = SESSION_MAP.on()
+        print("'cuda' runs on the CPU stand-in in the following cells" + ("" if changed else " (it already did)"))
+    elif word == "off":
+        changed = SESSION_MAP.off()
+        print("'cuda' is CUDA again" if changed else "%sync_stand_in was off")
+    else:
+        print(f"%sync_stand_in: say on or off, not {word!r}")
+
+
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext syncfree``: register ``%%sync_trace``."""
+    """``%load_ext syncfree``: register ``%%sync_trace`` and ``%sync_stand_in``."""
 
     def magic(line: str, cell: str) -> Any:
         return sync_trace(ipython, line, cell)
 
     magic.__doc__ = __doc__
     ipython.register_magic_function(magic, magic_kind="cell", magic_name="sync_trace")
+    ipython.register_magic_function(sync_stand_in, magic_kind="line", magic_name="sync_stand_in")

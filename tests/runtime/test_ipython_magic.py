@@ -166,3 +166,33 @@ def test_a_model_set_up_on_the_cpu_in_an_earlier_cell_is_seen_once_moved_in_the_
     result, out = run(shell, '%%sync_trace --device stand-in --out traced\nmodel.to("cuda")\n' + LOOP, capsys)
     assert result.success and "note:" not in out
     assert [(s.line, s.per_step) for s in shell.user_ns["traced"].sites] == [(7, 1.0)]
+
+
+def test_sync_stand_in_puts_an_earlier_cells_model_on_the_device(shell, capsys):
+    result, out = run(shell, "%sync_stand_in on", capsys)
+    try:
+        assert "'cuda' runs on the CPU stand-in" in out
+        set_up = (
+            'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "model = torch.nn.Linear(4, 1).to(device)\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        )
+        assert shell.run_cell(set_up).success and shell.user_ns["device"] == "cuda"
+        loop = LOOP.replace("torch.randn(8, 4)", "torch.randn(8, 4, device=device)").replace(
+            "    opt.step()\n", "    opt.step()\n    torch.cuda.synchronize()\n"
+        )
+        result, out = run(shell, "%%sync_trace --out traced\n" + loop, capsys)
+        assert result.success and "note:" not in out, out
+        sites = {(s.line, s.kind): s.per_step for s in shell.user_ns["traced"].sites}
+        assert sites == {(6, "synchronize"): 1.0, (7, "item"): 1.0}
+        result, out = run(shell, "%%sync_trace --device cuda\nx = 1\n", capsys)
+        assert "'cuda' is mapped to the stand-in" in out
+    finally:
+        result, out = run(shell, "%sync_stand_in off", capsys)
+    assert "'cuda' is CUDA again" in out
+    from syncfree.trace.session_map import SESSION_MAP
+
+    assert not SESSION_MAP.active
+    assert torch.cuda.is_available.__module__ == "torch.cuda"  # torch's own function again, not the map's
+    result, out = run(shell, "%sync_stand_in off", capsys)
+    assert "was off" in out

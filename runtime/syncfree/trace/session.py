@@ -2,7 +2,9 @@
 entered and left together around code that trains (a script, a notebook cell).
 
 ``device``: ``None`` is CUDA when available, else the CPU stand-in; ``"cuda"`` needs CUDA;
-``"stand-in"`` maps ``"cuda"`` to the stand-in even where CUDA exists.
+``"stand-in"`` maps ``"cuda"`` to the stand-in even where CUDA exists.  While the session-wide map
+is on (``session_map``, a notebook's ``%sync_stand_in on``) the mode is the stand-in and that map
+is used instead of a new one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..guard import HostSyncGuard, StandInUnusedWarning
 from ..guard.tags import STAND_IN
 from .cuda_map import CudaOnStandIn
 from .report import TraceResult, collect
+from .session_map import SESSION_MAP
 from .steps import StepCounter
 from .timing import WaitTimer
 
@@ -26,10 +29,14 @@ DEVICES = ("cuda", "stand-in")
 
 def pick_mode(device: Optional[str]) -> str:
     """``"cuda"`` or ``"stand-in"`` for the ``device`` asked for (see the module docstring)."""
+    if device not in (None, *DEVICES):
+        raise ValueError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
+    if SESSION_MAP.active:
+        if device == "cuda":
+            raise ValueError("--device cuda: 'cuda' is mapped to the stand-in (%sync_stand_in on)")
+        return "stand-in"
     if device is None:
         return "cuda" if torch.cuda.is_available() else "stand-in"
-    if device not in DEVICES:
-        raise ValueError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda: CUDA is not available here (use --device stand-in)")
     return device
@@ -57,7 +64,15 @@ class TraceSession:
         try:
             if self.mode == "stand-in":
                 guard = self.guard
-                stack.enter_context(CudaOnStandIn(lambda: guard.record("synchronize", "torch.cuda.synchronize")))
+
+                def record() -> None:
+                    guard.record("synchronize", "torch.cuda.synchronize")
+
+                if SESSION_MAP.active:
+                    SESSION_MAP.recording(record)
+                    stack.callback(SESSION_MAP.recording, None)
+                else:
+                    stack.enter_context(CudaOnStandIn(record))
             if self.timed:
                 stack.enter_context(WaitTimer(self.counter))
             stack.enter_context(self.counter)
