@@ -119,7 +119,8 @@ def test_a_cell_without_optimizer_steps_is_one_step(shell, capsys):
     cell = '%%sync_trace --device stand-in --out traced\nx = torch.ones(3, device="cuda")\nprint(x.max().item())\n'
     result, out = run(shell, cell, capsys)
     assert result.success, result.error_in_exec
-    assert "its whole run counts as one step" in out
+    assert "no optimizer.step() in the cell: its whole run is counted as one step (ran to the end)" in out
+    assert shell.user_ns["traced"].whole_run and "optimizer steps counted" not in out
     assert [(s.line, s.count) for s in shell.user_ns["traced"].sites] == [(2, 1)]
 
 

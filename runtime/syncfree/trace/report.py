@@ -32,6 +32,7 @@ class TraceResult:
     stopped: bool  # the run was ended after --steps
     notes: tuple[str, ...] = ()
     failed: bool = False  # the script raised an exception
+    whole_run: bool = False  # no optimizer step ran: the whole run was counted as one step
 
     @property
     def total_per_step(self) -> float:
@@ -42,7 +43,8 @@ class TraceResult:
 
 
 def collect(
-    counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...] = (), failed: bool = False
+    counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...] = (), failed: bool = False,
+    whole_run: bool = False,
 ) -> TraceResult:
     """Sites sorted by syncs per step (most first), then by file and line."""
     steps = counter.counted
@@ -55,7 +57,7 @@ def collect(
         in_steps = counter.steps_with.get((file, line, kind), 0)
         sites.append(Site(file, line, kind, count, per_step, wait, in_steps))
     sites.sort(key=lambda s: (-s.count, s.file, s.line, s.kind))
-    return TraceResult(mode, steps, tuple(sites), counter.stopped, notes, failed)
+    return TraceResult(mode, steps, tuple(sites), counter.stopped, notes, failed, whole_run)
 
 
 def display_path(path: str) -> str:
@@ -85,7 +87,10 @@ def render(result: TraceResult, *, subject: str = "script", name: Callable[[str]
     how = "stopped after --steps" if result.stopped else "ran to the end"
     if result.failed:
         how = f"the {subject} failed; counts cover the steps before the error"
-    lines.append(f"{result.steps} optimizer steps counted ({how})")
+    if result.whole_run:
+        lines.append(f"no optimizer.step() in the {subject}: its whole run is counted as one step ({how})")
+    else:
+        lines.append(f"{result.steps} optimizer steps counted ({how})")
     lines.extend(f"note: {n}" for n in result.notes)
     if not result.sites:
         lines.append("no host sync in the counted steps")

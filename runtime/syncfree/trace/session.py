@@ -104,7 +104,6 @@ class TraceSession:
         counter = self.counter
         notes = list(self.notes)
         if counter.seen == 0 and whole_run_is_a_step:
-            notes.append(f"the {self.subject} never called optimizer.step(): its whole run counts as one step")
             counter = StepCounter(self.guard)
             counter.counts = Counter((ev.filename, ev.lineno, ev.kind) for ev in self.guard.events)
             counter.steps_with = Counter(set(counter.counts))
@@ -115,4 +114,5 @@ class TraceSession:
             notes.append(
                 f"only {counter.seen} optimizer steps ran: the first one ends the set-up, then --warmup {counter.warmup}"
             )
-        return collect(counter, self.mode, self.timed, tuple(notes), failed=failed)
+        whole_run = self.counter.seen == 0 and whole_run_is_a_step
+        return collect(counter, self.mode, self.timed, tuple(notes), failed=failed, whole_run=whole_run)
