@@ -2,7 +2,8 @@
 
 ``%%sync_trace [--steps N] [--warmup K] [--device cuda|stand-in] [--timing] [--out NAME]`` runs
 the cell in the notebook's namespace under the tracer (``syncfree.trace``) and prints its host
-syncs per source line per optimizer step, lines numbered within the cell (``cell:5``).  Steps are
+syncs per source line per optimizer step, lines numbered within the cell as the notebook numbers
+them, the ``%%sync_trace`` line being line 1 (``cell:5``).  Steps are
 what ``python -m syncfree.trace`` counts: torch's global optimizer step hook ends each one; what
 runs before the cell's first ``optimizer.step()`` is set-up; ``--steps N`` stops the cell after N
 counted steps.  A cell that never calls ``optimizer.step()`` counts its whole run as one step.
@@ -91,8 +92,10 @@ def sync_trace(shell: Any, line: str, cell: str) -> Any:
     source = _cell_source(shell, cell)
     cell_file = f"<sync_trace cell {next(_RUNS)}>"
     shown = cell if len(cell.splitlines()) == len(source.splitlines()) else source
-    linecache.cache[cell_file] = (len(shown), None, shown.splitlines(keepends=True), cell_file)
-    code = compile(source, cell_file, "exec")
+    # line 1 is the ``%%sync_trace`` line, as the notebook numbers the cell's lines (and the linter)
+    lines = [f"%%sync_trace {line}".rstrip() + "\n", *shown.splitlines(keepends=True)]
+    linecache.cache[cell_file] = (sum(map(len, lines)), None, lines, cell_file)
+    code = compile("\n" + source, cell_file, "exec")
     error: BaseException | None = None
     with session:
         try:

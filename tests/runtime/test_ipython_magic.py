@@ -59,8 +59,8 @@ def shell():
 
 
 def cell_line(cell: str, text: str) -> int:
-    """The line of ``text`` in the cell's code (the ``%%`` line is not part of it)."""
-    lines = cell.splitlines()[1:]
+    """The line of ``text`` in the cell, as the notebook numbers it (the ``%%`` line is line 1)."""
+    lines = cell.splitlines()
     found = [i for i, line in enumerate(lines, start=1) if line.strip() == text]
     assert len(found) == 1, text
     return found[0]
@@ -121,7 +121,7 @@ def test_a_cell_without_optimizer_steps_is_one_step(shell, capsys):
     assert result.success, result.error_in_exec
     assert "no optimizer.step() in the cell: its whole run is counted as one step (ran to the end)" in out
     assert shell.user_ns["traced"].whole_run and "optimizer steps counted" not in out
-    assert [(s.line, s.count) for s in shell.user_ns["traced"].sites] == [(2, 1)]
+    assert [(s.line, s.count) for s in shell.user_ns["traced"].sites] == [(3, 1)]
 
 
 def test_a_failing_cell_reports_its_counts_and_its_error(shell, capsys):
@@ -166,7 +166,7 @@ def test_a_model_set_up_on_the_cpu_in_an_earlier_cell_is_seen_once_moved_in_the_
     assert "note: no tensor was placed on the device" in out
     result, out = run(shell, '%%sync_trace --device stand-in --out traced\nmodel.to("cuda")\n' + LOOP, capsys)
     assert result.success and "note:" not in out
-    assert [(s.line, s.per_step) for s in shell.user_ns["traced"].sites] == [(7, 1.0)]
+    assert [(s.line, s.per_step) for s in shell.user_ns["traced"].sites] == [(8, 1.0)]
 
 
 def test_sync_stand_in_puts_an_earlier_cells_model_on_the_device(shell, capsys):
@@ -185,7 +185,7 @@ def test_sync_stand_in_puts_an_earlier_cells_model_on_the_device(shell, capsys):
         result, out = run(shell, "%%sync_trace --out traced\n" + loop, capsys)
         assert result.success and "note:" not in out, out
         sites = {(s.line, s.kind): s.per_step for s in shell.user_ns["traced"].sites}
-        assert sites == {(6, "synchronize"): 1.0, (7, "item"): 1.0}
+        assert sites == {(7, "synchronize"): 1.0, (8, "item"): 1.0}
         result, out = run(shell, "%%sync_trace --device cuda\nx = 1\n", capsys)
         assert "'cuda' is mapped to the stand-in" in out
     finally:
