@@ -97,5 +97,12 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext syncfree``: the ``%%sync_trace`` cell magic (``syncfree.ipython_magic``)."""
+    from .ipython_magic import load_ipython_extension as load
+
+    load(ipython)
+
+
 def __dir__() -> List[str]:
     return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

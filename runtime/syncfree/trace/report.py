@@ -6,7 +6,7 @@ import json
 import linecache
 import os
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from .steps import StepCounter
 
@@ -21,6 +21,7 @@ class Site:
     count: int
     per_step: float
     wait_ms: Optional[float]  # host time blocked per step; None where not measured
+    in_steps: int = 0  # counted steps in which it synced (count / in_steps > 1: a loop within a step)
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class TraceResult:
     stopped: bool  # the run was ended after --steps
     notes: tuple[str, ...] = ()
     failed: bool = False  # the script raised an exception
+    whole_run: bool = False  # no optimizer step ran: the whole run was counted as one step
 
     @property
     def total_per_step(self) -> float:
@@ -41,7 +43,8 @@ class TraceResult:
 
 
 def collect(
-    counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...] = (), failed: bool = False
+    counter: StepCounter, mode: str, timed: bool, notes: tuple[str, ...] = (), failed: bool = False,
+    whole_run: bool = False,
 ) -> TraceResult:
     """Sites sorted by syncs per step (most first), then by file and line."""
     steps = counter.counted
@@ -51,9 +54,10 @@ def collect(
         if timed:
             wait = round(1000.0 * counter.wait_s.get((file, line), 0.0) / steps, 3) if steps else 0.0
         per_step = round(count / steps, 4) if steps else 0.0
-        sites.append(Site(file, line, kind, count, per_step, wait))
+        in_steps = counter.steps_with.get((file, line, kind), 0)
+        sites.append(Site(file, line, kind, count, per_step, wait, in_steps))
     sites.sort(key=lambda s: (-s.count, s.file, s.line, s.kind))
-    return TraceResult(mode, steps, tuple(sites), counter.stopped, notes, failed)
+    return TraceResult(mode, steps, tuple(sites), counter.stopped, notes, failed, whole_run)
 
 
 def display_path(path: str) -> str:
@@ -76,13 +80,17 @@ MODE_TEXT = {
 }
 
 
-def render(result: TraceResult) -> str:
-    """The report table: one row per site, most syncs per step first, then the total."""
+def render(result: TraceResult, *, subject: str = "script", name: Callable[[str], str] = display_path) -> str:
+    """The report table: one row per site, most syncs per step first, then the total.
+    ``name`` writes a site's file (a notebook cell's label)."""
     lines = [f"syncfree.trace: mode {MODE_TEXT.get(result.mode, result.mode)}"]
     how = "stopped after --steps" if result.stopped else "ran to the end"
     if result.failed:
-        how = "the script failed; counts cover the steps before the error"
-    lines.append(f"{result.steps} optimizer steps counted ({how})")
+        how = f"the {subject} failed; counts cover the steps before the error"
+    if result.whole_run:
+        lines.append(f"no optimizer.step() in the {subject}: its whole run is counted as one step ({how})")
+    else:
+        lines.append(f"{result.steps} optimizer steps counted ({how})")
     lines.extend(f"note: {n}" for n in result.notes)
     if not result.sites:
         lines.append("no host sync in the counted steps")
@@ -90,7 +98,7 @@ def render(result: TraceResult) -> str:
     rows = [("site", "code", "kind", "syncs/step", "wait ms/step")]
     for s in result.sites:
         wait = "-" if s.wait_ms is None else f"{s.wait_ms:.3f}"
-        rows.append((f"{display_path(s.file)}:{s.line}", _code(s.file, s.line), s.kind, f"{s.per_step:.2f}", wait))
+        rows.append((f"{name(s.file)}:{s.line}", _code(s.file, s.line), s.kind, f"{s.per_step:.2f}", wait))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         lines.append("  ".join(r[i].ljust(widths[i]) if i < 3 else r[i].rjust(widths[i]) for i in range(5)).rstrip())

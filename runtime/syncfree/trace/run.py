@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import runpy
 import sys
-import warnings
 from dataclasses import dataclass
 from typing import Optional
 
-import torch
-
-from ..guard import HostSyncGuard, StandInUnusedWarning
 from ..guard.frames import is_library
-from ..guard.tags import STAND_IN
-from .cuda_map import CudaOnStandIn
-from .report import TraceResult, collect
-from .steps import StepCounter, StopTrace
-from .timing import WaitTimer
+from .report import TraceResult
+from .session import TraceSession
+from .steps import StopTrace
 
 
 @dataclass
@@ -49,28 +42,14 @@ def trace_script(
     path = os.path.abspath(script)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"syncfree.trace: no such script: {script}")
-    on_cuda = torch.cuda.is_available()
-    mode = "cuda" if on_cuda else "stand-in"
-    guard = HostSyncGuard("record", "cuda" if on_cuda else STAND_IN)
-    counter = StepCounter(guard, warmup, steps)
-    notes: list[str] = []
-    if timing and not on_cuda:
-        notes.append("--timing measures the host wait on CUDA only; the stand-in has none")
+    session = TraceSession(steps=steps, warmup=warmup, timing=timing)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(path))
     exit_code: object = None
     error: Optional[BaseException] = None
-    guard.__enter__()
     try:
-        with contextlib.ExitStack() as stack:
-            if not on_cuda:
-                stack.enter_context(
-                    CudaOnStandIn(lambda: guard.record("synchronize", "torch.cuda.synchronize"))
-                )
-            if timing and on_cuda:
-                stack.enter_context(WaitTimer(counter))
-            stack.enter_context(counter)
+        with session:
             try:
                 runpy.run_path(path, run_name="__main__")
             except StopTrace:
@@ -80,18 +59,7 @@ def trace_script(
             except Exception as exc:  # the script failed: report what was counted, then the error
                 error = exc
     finally:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", StandInUnusedWarning)
-            guard.__exit__(None, None, None)
         sys.argv, sys.path[:] = saved_argv, saved_path
-    if any(issubclass(w.category, StandInUnusedWarning) for w in caught):
-        notes.append("no tensor was placed on the device: the script ran on the CPU without asking for 'cuda'")
-    if counter.seen == 0:
-        notes.append("the script never called optimizer.step(): there is no step to count syncs per")
-    elif counter.counted == 0:
-        notes.append(
-            f"only {counter.seen} optimizer steps ran: the first one ends the set-up, then --warmup {warmup}"
-        )
-    result = collect(counter, mode, timing and on_cuda, tuple(notes), failed=error is not None)
+    result = session.result(failed=error is not None)
     touched = set(_user_files(path)) | {s.file for s in result.sites if os.path.isfile(s.file)}
     return TraceRun(result, exit_code, error, tuple(sorted(touched)))

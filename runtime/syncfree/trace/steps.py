@@ -38,6 +38,7 @@ class StepCounter:
         self.steps = steps
         self.seen = 0  # optimizer steps so far, warm-up included
         self.counts: Counter[SiteKey] = Counter()
+        self.steps_with: Counter[SiteKey] = Counter()  # counted steps in which the site synced
         self.wait_s: defaultdict[tuple[str, int], float] = defaultdict(float)
         self.stopped = False
         self._handle: Any = None
@@ -69,8 +70,9 @@ class StepCounter:
         events = list(self.guard.events)
         self.guard.clear()
         if self.seen > self.warmup + 1:
-            for ev in events:
-                self.counts[(ev.filename, ev.lineno, ev.kind)] += 1
+            keys = [(ev.filename, ev.lineno, ev.kind) for ev in events]
+            self.counts.update(keys)
+            self.steps_with.update(set(keys))
         if self.steps is not None and self.counted >= self.steps:
             self.stopped = True
             raise StopTrace(f"syncfree.trace: stopped after {self.counted} steps")
