@@ -59,7 +59,8 @@ class HostBuiltToDevice(Rule[cst.Call]):
 Flags `.to(<accelerator>)` and `.cuda()` inside a step on a tensor that the code built on the
 host: a factory without `device=` (`torch.arange(n)`, `torch.ones(k)`, `torch.Tensor([...])`),
 `torch.from_numpy(...)`, and arithmetic on them (`torch.exp(-k * torch.arange(n)).to(device)`).
-Batches from a data loader are not flagged here (SFL402, opt-in, covers their copies), nor a
+Batches from a data loader or rows of data prepared once (`inputs[step].to(device)`) are not
+flagged here (SFL402, opt-in, covers their copies), nor a
 tensor held by an object (`self.table.to(device)`): it is kept across steps, and once moved,
 `.to()` costs nothing.
 
@@ -93,6 +94,8 @@ No automatic fix.
         moved = receiver(node)
         if _held_by_object(moved):
             return  # `self.table.to(dev)`: kept across steps, moved once in practice (`.to()` of a moved tensor is free)
+        if isinstance(moved, cst.Subscript):
+            return  # `inputs[step].to(dev)`: a batch taken from data prepared once (SFL402's domain)
         if ctx.kind(moved) == tensors.HOST_TENSOR:
             ctx.report(self, node, method=node.func.attr.value)  # type: ignore[attr-defined]
 
