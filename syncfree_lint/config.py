@@ -145,6 +145,7 @@ _KEYS = {
     "ignore": "codes",
     "per-file-ignores": "table",
     "exclude": "strings",
+    "extend-exclude": "strings",  # ruff's name for it: patterns added to the folders always skipped
     "step-functions": "strings",
     "logging-guards": "strings",
     "opt-in-flags": "strings",
@@ -206,7 +207,7 @@ def config_from_table(table: Mapping[str, object], where: str, root: str, known:
         extend_select=validate_codes(_strings(values, "extend-select"), f"{where}: extend-select", known),
         ignore=validate_codes(_strings(values, "ignore"), f"{where}: ignore", known),
         per_file_ignores=pfi,
-        exclude=tuple(_strings(values, "exclude")),
+        exclude=tuple(_strings(values, "exclude")) + tuple(_strings(values, "extend-exclude")),
         step_functions=tuple(_strings(values, "step-functions")),
         logging_guards=_words(_strings(values, "logging-guards")),
         opt_in_flags=_words(_strings(values, "opt-in-flags")),

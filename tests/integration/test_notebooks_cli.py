@@ -180,8 +180,9 @@ def test_bad_notebooks_are_sfl000_findings(book, capsys):
     assert lines[2].startswith(f"{paths[2]}:cell 3:2:14: SFL000 syntax error")
 
 
-def test_a_folder_picks_up_notebooks_and_exclude_applies(tmp_path, capsys):
-    (tmp_path / "pyproject.toml").write_text('[tool.syncfree-lint]\nexclude = ["drafts"]\n')
+@pytest.mark.parametrize("key", ["exclude", "extend-exclude"])
+def test_a_folder_picks_up_notebooks_and_exclude_applies(tmp_path, capsys, key):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.syncfree-lint]\n{key} = ["drafts"]\n')
     for folder in ("nb", "drafts", "nb/.ipynb_checkpoints"):
         (tmp_path / folder).mkdir()
         shutil.copyfile(NOTEBOOKS / "train.ipynb", tmp_path / folder / "train.ipynb")
