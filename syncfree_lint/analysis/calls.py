@@ -170,7 +170,7 @@ class CallsMixin:
         ``checkpoint(self.block, x)``, ``apply(fn=step)``) may run during that call; handed to a
         function of this file, it runs where that function calls the parameter (``passed_callables``)."""
         if ref is not None:
-            self.passed_callables.function_passed(ref, node.args, self.function_value)
+            self.passed_callables.function_passed(ref, isinstance(ref, SelfRef), node.args, self.function_value)
         if self.function is None and not self.loops:
             return
         for arg in node.args:

@@ -24,16 +24,17 @@ if TYPE_CHECKING:  # pragma: no cover
 class PassedCallables:
     #: (function qualname, parameter) -> where the function calls that parameter
     called: Dict[Tuple[str, str], List[Tuple["Placement", Optional[cst.CSTNode]]]] = field(default_factory=dict)
-    #: (callee reference, argument position or keyword, the function passed)
-    passed: List[Tuple["CallRef", object, "CallRef"]] = field(default_factory=list)
+    #: (callee reference, is it a method called on an instance, argument position or keyword, the function passed)
+    passed: List[Tuple["CallRef", bool, object, "CallRef"]] = field(default_factory=list)
 
     def parameter_called(self, frame: "FunctionFrame", name: str, placement: "Placement",
                          statement: Optional[cst.CSTNode]) -> None:
         if name in parameter_names(frame):
             self.called.setdefault((frame.qualname, name), []).append((placement, statement))
 
-    def function_passed(self, callee: "CallRef", args: Sequence[cst.Arg], value_of: Callable[[cst.BaseExpression],
-                        Optional["CallRef"]]) -> None:
+    def function_passed(self, callee: "CallRef", bound: bool, args: Sequence[cst.Arg],
+                        value_of: Callable[[cst.BaseExpression], Optional["CallRef"]]) -> None:
+        """Record the functions ``args`` pass to ``callee`` (``bound``: ``self`` is not among them)."""
         position = 0
         for arg in args:
             if arg.star:
@@ -44,19 +45,19 @@ class PassedCallables:
             if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
                 function = value_of(arg.value)
                 if function is not None:
-                    self.passed.append((callee, slot, function))
+                    self.passed.append((callee, bound, slot, function))
 
     def sites(self, resolve: Callable[["CallRef"], List[str]], functions: Dict[str, "FunctionFrame"]) -> List[CallSite]:
         """Call sites of the passed functions, where their parameters are called."""
         out: List[CallSite] = []
         if not self.called:
             return out
-        for callee, slot, function in self.passed:
+        for callee, bound, slot, function in self.passed:
             for qualname in resolve(callee):
                 frame = functions.get(qualname)
                 if frame is None:
                     continue
-                name = slot if isinstance(slot, str) else _positional(frame, slot, bound=_is_method_call(callee))
+                name = slot if isinstance(slot, str) else _positional(frame, slot, bound)
                 for placement, statement in self.called.get((qualname, name or ""), ()):
                     out.append(CallSite(placement, function, statement))
         return out
@@ -79,7 +80,3 @@ def _positional(frame: "FunctionFrame", index: object, bound: bool) -> Optional[
         names = names[1:]
     return names[index] if index < len(names) else None
 
-
-def _is_method_call(ref: "CallRef") -> bool:
-    from syncfree_lint.analysis.calls import SelfRef
-    return isinstance(ref, SelfRef)
