@@ -77,20 +77,29 @@ def flake8_on_fixtures():
 
 
 @pytest.fixture(scope="module")
-def cli_on_fixtures():
-    """`syncfree-lint FILE` for each compared fixture alone, the processes run side by side."""
-    procs = {
-        rel(p): subprocess.Popen(
-            [sys.executable, "-m", "syncfree_lint", *_no_cache(), rel(p)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for p in COMPARED
-    }
-    out = {}
-    for name, proc in procs.items():
+def cli_on_fixtures(tmp_path_factory):
+    """`syncfree-lint FILE` for each compared fixture alone, as flake8 hands files over.
+
+    Each run reads the file's project (this repository) for context. They share one fresh cache
+    folder: the first run builds the project's summary index, the others reuse it, two at a time
+    (the findings do not depend on the cache; a cold index per process cost two minutes)."""
+    cache = ["--cache-dir", str(tmp_path_factory.mktemp("cli-cache"))]
+
+    def start(path):
+        return subprocess.Popen([sys.executable, "-m", "syncfree_lint", *cache, rel(path)],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(name, proc):
         stdout, stderr = proc.communicate()
         assert proc.returncode in (0, 1), stdout + stderr
         out[name] = unmarked(stdout)
+
+    out = {}
+    first, rest = COMPARED[0], COMPARED[1:]
+    finish(rel(first), start(first))
+    for pair in (rest[i:i + 2] for i in range(0, len(rest), 2)):
+        for name, proc in [(rel(p), start(p)) for p in pair]:
+            finish(name, proc)
     return out
 
 
