@@ -130,6 +130,9 @@ def _reads(name: str, appended: cst.Name, index: ScopeIndex, qualname: proof.Qua
 
 def _read_context(read: cst.Name, index: ScopeIndex, qualname: proof.QualName) -> Optional[str]:
     """None where a read uses the list's contents at once, else why the fix cannot convert it there."""
+    problem = proof.self_documenting(read, index)
+    if problem:
+        return problem
     parent = index.parent.get(id(read))
     if isinstance(parent, cst.Attribute):
         return f"a method of the list is called (`.{parent.attr.value}`): its contents would be device tensors"

@@ -25,7 +25,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.device import named_accelerators
 from syncfree_lint.edits import Declined, Replace, code
-from syncfree_lint.fixes.number_kind import is_count, is_float
+from syncfree_lint.fixes.number_kind import count_is_int64, is_count, is_float
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.dtypes import MAY_ALIAS
 from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS
@@ -99,17 +99,26 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
     bindings = _binding_form(index, name, statement, accumulate)
     if isinstance(bindings, str):
         return _declined(bindings)
-    reads, int_init = bindings
+    reads, inits = bindings
+    int_init = "int" in inits.values()
+    read_as = number
+    if number == "int" and accumulate and "float" in inits.values():
+        if int_init:
+            return _declined("the counter is started both as an int and as a float")
+        read_as = "float"  # `correct = 0.`: an int64 counter from `0`, read as `float(correct)`, as the float was
     for read in reads:
-        problem = _int_read_context(read, index) if number == "int" else \
-            _read_context(read, index, int_init, qualname)
+        problem = _self_documenting(read, index) or (
+            None if number == "int" else _read_context(read, index, int_init, qualname))
         if problem:
             return _declined(problem)
     problem = _frequency(site, reads, index, places)
     if problem:
         return _declined(problem)
     if number == "int" and accumulate:
-        parts = [Replace(call, statement, code(receiver))]  # total += (pred == y).sum()
+        added = code(receiver) if count_is_int64(receiver, qualname) else f"{code(receiver)}.long()"
+        parts = [Replace(call, statement, added)]  # total += (pred == y).sum(): an int64 counter never wraps
+        parts += [Replace(init.value, init, _int_literal(init.value))  # type: ignore[attr-defined]
+                  for init, kind in inits.items() if kind == "float"]
     else:
         if accumulate:
             method = "detach().double"
@@ -117,8 +126,8 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
             method = "detach().clone" if _may_change_in_place(receiver, index) else "detach"
         parts = [Replace(call.func.attr, statement, method)]  # type: ignore[attr-defined]
     for read in reads:
-        if not _already_converted(read, index, number):
-            parts.append(Replace(read, index.statement_of(read), f"{number}({name})"))
+        if not _already_converted(read, index, read_as):
+            parts.append(Replace(read, index.statement_of(read), f"{read_as}({name})"))
     return Proof(parts, "proven")
 
 
@@ -134,11 +143,11 @@ def _float64_device(source: str) -> bool:
 
 # ---------------------------------------------------------------- 1. one binding form
 def _binding_form(index: ScopeIndex, name: str, statement: cst.CSTNode, accumulate: bool):
-    """(reads, int_init) or the reason the name has more than the fix's binding form."""
+    """(reads, inits) or the reason the name has more than the fix's binding form; ``inits`` maps
+    each ``name = <number>`` initialisation of an accumulator to ``"int"`` or ``"float"``."""
     if name in index.params:
         return "the name is a parameter"
-    initialised = False
-    int_init = False
+    inits: Dict[cst.CSTNode, str] = {}
     reads: List[cst.Name] = []
     for node, nested in index.occurrences(name):
         if nested:
@@ -149,28 +158,34 @@ def _binding_form(index: ScopeIndex, name: str, statement: cst.CSTNode, accumula
         if bound_by is not None:
             literal = _number_literal(bound_by)
             if accumulate and literal is not None:  # `total = 0.0` before the loop, resets at log intervals
-                initialised, int_init = True, int_init or literal == "int"
+                inits[bound_by] = literal
                 continue
             return "the name has another binding (assignment, augmented assignment, del or loop target)"
         if any(isinstance(a, (cst.MatchCase,)) for a in index.ancestors(node)) or isinstance(
                 index.parent.get(id(node)), BINDERS):
             return "the name is bound another way (import, global/nonlocal, def, with/except target)"
         reads.append(node)
-    if accumulate and not initialised:
+    if accumulate and not inits:
         return "the accumulator has no `name = <number>` initialisation in the same scope"
-    return reads, int_init
+    return reads, inits
 
 
 def _number_literal(statement: cst.CSTNode) -> Optional[str]:
-    """``"float"``/``"int"`` for ``name = 0.0`` / ``name = 0`` (one target), else None."""
+    """``"float"``/``"int"`` for ``name = 0.0`` / ``name = 0`` (one target, a whole number), else None."""
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
         return None
     value = statement.value
-    if isinstance(value, cst.Float):
+    if isinstance(value, cst.Float) and float(value.value).is_integer():
         return "float"
     if isinstance(value, cst.Integer):
         return "int"
     return None
+
+
+def _int_literal(value: cst.BaseExpression) -> str:
+    """``0.`` -> ``0``: the same whole number as an int literal."""
+    assert isinstance(value, cst.Float)
+    return str(int(float(value.value)))
 
 
 # ---------------------------------------------------------------- 3. same value at every read
@@ -225,8 +240,6 @@ def _read_context(read: cst.Name, index: ScopeIndex, int_init: bool, qualname: Q
             return "compared with a string or a container"
         return None
     if isinstance(parent, cst.FormattedStringExpression) and parent.expression is read:
-        if parent.equal is not None:
-            return "an f-string `{name=}` prints the expression's text"
         if int_init and not _float_spec(parent):
             return "formatted without a float presentation type while the initialiser is an int"
         return None
@@ -292,12 +305,14 @@ def _already_converted(read: cst.Name, index: ScopeIndex, number: str) -> bool:
     return isinstance(call, cst.Call) and _is_float_call(call, number)
 
 
-def _int_read_context(read: cst.Name, index: ScopeIndex) -> Optional[str]:
-    """A count is read as ``int(name)``: the same Python int in any expression, except an f-string
-    ``{name=}``, which prints the expression's text."""
-    parent = index.parent.get(id(read))
-    if isinstance(parent, cst.FormattedStringExpression) and parent.equal is not None:
-        return "an f-string `{name=}` prints the expression's text"
+def _self_documenting(read: cst.CSTNode, index: ScopeIndex) -> Optional[str]:
+    """Why a read cannot be rewritten when it sits in an f-string ``{expr=}``, which prints the
+    expression's text (a count is read as ``int(name)`` in any other expression, the same value)."""
+    for ancestor in index.ancestors(read):
+        if isinstance(ancestor, cst.FormattedStringExpression) and ancestor.equal is not None:
+            return "an f-string `{name=}` prints the expression's text"
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return None
     return None
 
 
@@ -315,36 +330,84 @@ def _float_spec(expression: cst.FormattedStringExpression) -> bool:
 
 # ---------------------------------------------------------------- 4. no aliasing
 def _may_change_in_place(receiver: cst.BaseExpression, index: ScopeIndex) -> bool:
-    """Could the tensor ``receiver.detach()`` shares storage with be changed later in the scope?"""
-    root = receiver
-    while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) and root.func.attr.value in MAY_ALIAS:
-        root = root.func.value
+    """Could the tensor ``receiver.detach()`` shares storage with be changed later in the scope?
+
+    Storage is shared along alias edges, ``a = b`` or ``a = b.detach()``/``.view(...)``/... (the
+    methods that may return a view), in both directions: with ``raw = loss.detach()`` reading
+    ``raw``, an in-place ``loss /= accum`` reaches it, and so does ``flat = loss.view(-1);
+    flat.mul_(2)`` reading ``loss``. A name bound another way (parameter, attribute, subscript)
+    may be held elsewhere: it counts as changed."""
+    root = _alias_root(receiver)
     if isinstance(root, (cst.Call, cst.BinaryOperation, cst.UnaryOperation)):
         return False  # a new tensor nobody else holds
     if not isinstance(root, cst.Name):
         return True
-    for node, nested in index.occurrences(root.value):
-        if nested:
-            return True
-        bound_by = index.stores.get(id(node))
-        if isinstance(bound_by, cst.AugAssign):
-            return True  # ``loss /= accum`` is in place on a tensor
-        parent = index.parent.get(id(node))
-        if isinstance(parent, cst.Assign) and parent.value is node:
-            return True  # an alias that may be changed in place
-        if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "out":
-            return True
-        chain = parent
-        while isinstance(chain, cst.Attribute):
-            grand = index.parent.get(id(chain))
-            if isinstance(grand, cst.Call) and grand.func is chain and chain.attr.value.endswith("_") \
-                    and not chain.attr.value.startswith("_"):
-                return True  # loss.mul_(...), loss.data.div_(...)
-            chain = grand
-        if isinstance(parent, cst.Subscript) and any(
-                isinstance(a, (cst.AssignTarget, cst.AugAssign)) for a in index.ancestors(parent)):
-            return True  # loss[...] = ...
+    names, pending = {root.value}, [root.value]
+    while pending:
+        name = pending.pop()
+        for node, nested in index.occurrences(name):
+            if nested:
+                return True
+            other = _alias_edge(node, index)
+            if other is True:
+                return True
+            if isinstance(other, str) and other not in names:
+                names.add(other)
+                pending.append(other)
+            if _changed_in_place(node, index):
+                return True
     return False
+
+
+def _alias_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in MAY_ALIAS:
+        expr = expr.func.value
+    return expr
+
+
+def _alias_edge(node: cst.Name, index: ScopeIndex):
+    """The other name ``node`` shares storage with through its assignment (``node = other.view()``,
+    or ``other = node.detach()``); True when it is bound to something that may be held elsewhere."""
+    bound_by = index.stores.get(id(node))
+    if isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1 and bound_by.targets[0].target is node:
+        value = _alias_root(bound_by.value)
+        if isinstance(value, cst.Name):
+            return value.value
+        return isinstance(value, (cst.Attribute, cst.Subscript))
+    top: cst.CSTNode = node
+    while True:
+        parent = index.parent.get(id(top))
+        grand = index.parent.get(id(parent)) if isinstance(parent, cst.Attribute) else None
+        if isinstance(parent, cst.Attribute) and parent.value is top and isinstance(grand, cst.Call) \
+                and grand.func is parent and parent.attr.value in MAY_ALIAS:
+            top = grand
+            continue
+        break
+    statement = index.parent.get(id(top))
+    if isinstance(statement, cst.Assign) and statement.value is top:
+        targets = [t.target for t in statement.targets]
+        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+            return targets[0].value
+        return True  # stored in an attribute, an item or several names
+    return None
+
+
+def _changed_in_place(node: cst.Name, index: ScopeIndex) -> bool:
+    """``node /= k``, ``node.mul_(...)``/``node.data.div_(...)``, ``node[...] = ...``, ``out=node``."""
+    if isinstance(index.stores.get(id(node)), cst.AugAssign):
+        return True  # ``loss /= accum`` is in place on a tensor
+    parent = index.parent.get(id(node))
+    if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "out":
+        return True
+    chain = parent
+    while isinstance(chain, cst.Attribute):
+        grand = index.parent.get(id(chain))
+        if isinstance(grand, cst.Call) and grand.func is chain and chain.attr.value.endswith("_") \
+                and not chain.attr.value.startswith("_"):
+            return True  # loss.mul_(...), loss.data.div_(...)
+        chain = grand
+    return isinstance(parent, cst.Subscript) and any(
+        isinstance(a, (cst.AssignTarget, cst.AugAssign)) for a in index.ancestors(parent))
 
 
 # ---------------------------------------------------------------- 5. the sync moves out of the step
@@ -370,3 +433,4 @@ def _frequency(site: ItemSite, reads: List[cst.Name], index: ScopeIndex, places:
 #: what the history-list fix (``fixes/host_list.py``) shares with this proof
 read_frequency = _frequency
 may_change_in_place = _may_change_in_place
+self_documenting = _self_documenting

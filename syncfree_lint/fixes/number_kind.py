@@ -116,6 +116,26 @@ def is_count(expr: cst.BaseExpression, qualname: QualName) -> bool:
     return False
 
 
+def count_is_int64(expr: cst.BaseExpression, qualname: QualName) -> bool:
+    """A count proven to be int64 (``.sum()`` of bools or of integers, ``count_nonzero``, ``.long()``);
+    ``.int()``/``.short()`` and casts to a narrower dtype are not: their sum wraps past 2**31."""
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    if qual and qual.startswith("torch."):
+        return is_count(expr, qualname)  # torch.count_nonzero, torch.sum(bools): int64
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    if method == "to":
+        return any((qualname(a.value) if isinstance(a.value, (cst.Name, cst.Attribute)) else None) in dtypes.INT64_DTYPES
+                   for a in expr.args if a.keyword is None or a.keyword.value == "dtype")
+    if method in dtypes.INT_CASTS:
+        return method in dtypes.INT64_CASTS and not expr.args
+    return method in dtypes.COUNTING and is_count(expr, qualname)  # a sum of integers is int64
+
+
 def _has_dtype(call: cst.Call) -> bool:
     return any(a.keyword is not None and a.keyword.value == "dtype" for a in call.args)
 

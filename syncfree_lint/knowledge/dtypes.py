@@ -27,6 +27,10 @@ COUNTING = frozenset({"sum", "count_nonzero"})
 #: casts to an integer dtype
 INT_CASTS = frozenset({"long", "int", "short"})
 INT_DTYPES = frozenset({"torch." + n for n in ("long", "int64", "int", "int32", "int16", "short")})
+#: of the integer casts and dtypes, those as wide as a Python int's exact range on the device (int64):
+#: a narrower device accumulator wraps where the Python int it replaces never does
+INT64_CASTS = frozenset({"long"})
+INT64_DTYPES = frozenset({"torch.long", "torch.int64"})
 #: words in a callee's name that say it computes a loss (``criterion(out, y)``, ``self.loss_fn(...)``),
 #: and words that say it does not (``loss_scale``, ``loss_weights``)
 LOSS_WORDS = frozenset({"loss", "criterion", "crit", "losses"})

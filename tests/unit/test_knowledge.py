@@ -324,6 +324,39 @@ def test_number_kinds(expression: str, expected: str) -> None:
     assert _number_kind(expression) == expected
 
 
+def test_int64_tables_match_torch() -> None:
+    """The casts and dtypes called int64 are exactly those torch makes int64; a sum of integers is int64."""
+    torch = pytest.importorskip("torch")
+    from syncfree_lint.knowledge import dtypes
+
+    for method in dtypes.INT_CASTS:
+        assert (getattr(torch.ones(2), method)().dtype == torch.int64) == (method in dtypes.INT64_CASTS), method
+    for name in dtypes.INT_DTYPES:
+        assert (getattr(torch, name.split(".")[1]) == torch.int64) == (name in dtypes.INT64_DTYPES), name
+    assert torch.ones(2, dtype=torch.int32).sum().dtype == torch.int64
+    assert (torch.ones(2) > 0).sum().dtype == torch.int64
+
+
+@pytest.mark.parametrize("expression, wide", [
+    ("(pred == y).sum()", True),
+    ("torch.count_nonzero(mask)", True),
+    ("lengths.sum().long()", True),
+    ("x.to(torch.int64)", True),
+    ("lengths.int().sum()", True),          # a sum of int32 is int64
+    ("lengths.sum().int()", False),         # int32: wraps past 2**31 when accumulated
+    ("x.to(torch.int32)", False),
+    ("(pred == y).sum().short()", False),
+])
+def test_count_width(expression: str, wide: bool) -> None:
+    from syncfree_lint.fixes.number_kind import count_is_int64
+
+    module = cst.parse_module(f"import torch\nvalue = {expression}\n")
+    imports = ImportMap("", False)
+    imports.add_import(module.body[0].body[0])  # type: ignore[attr-defined]
+    expr = module.body[-1].body[0].value  # type: ignore[attr-defined]
+    assert count_is_int64(expr, imports.qualname) is wide
+
+
 # ---------------------------------------------------------------- metric API the switch keeps
 @pytest.mark.parametrize("name", sorted(__import__("syncfree_lint.knowledge.metric_api", fromlist=["x"]).SHARED_METRIC_API))
 def test_shared_metric_api_exists_in_both_packages(name: str) -> None:

@@ -234,6 +234,21 @@ ACCEPTED.update({
                                ["correct += out.argmax(1).eq(y).sum()", "{int(correct)}/30", "[int(correct)]"]),
     "long_cast_value": (loop("k = loss.long().item()", after="print(k, k + 1)"),
                         ["k = loss.long().detach()", "print(int(k), int(k) + 1)"]),
+    # a count started as a float prints as a float: an int64 counter from 0, read with float()
+    "count_started_as_a_float": (loop("total += (out.argmax(1) == y).sum().item()", after="print(total, f'{total}')"),
+                                 ["total = 0\n", "total += (out.argmax(1) == y).sum()",
+                                  "print(float(total), f'{float(total)}')"]),
+    # an int32 count is widened: a Python int never wraps
+    "int32_count_widened": (loop("n += (out.argmax(1) == y).sum().int().item()", after="print(n)")
+                            .replace("total = 0.0", "n = 0"),
+                            ["n += (out.argmax(1) == y).sum().int().long()", "print(int(n))"]),
+    # aliases through names, both ways: the kept value needs its own storage
+    "alias_through_a_name_gets_a_clone": (loop("raw = loss.detach()\n        v = raw.item()\n        loss /= 2",
+                                               "if step % 3 == 0:\n            print(step, v)"),
+                                          ["v = raw.detach().clone()", "print(step, float(v))"]),
+    "view_changed_in_place_gets_a_clone": (loop("v = loss.item()\n        flat = loss.view(-1)\n        flat.mul_(0.5)",
+                                                "if step % 3 == 0:\n            print(step, v)"),
+                                           ["v = loss.detach().clone()", "print(step, float(v))"]),
     "reset_after_logging": (loop("total += loss.item()", "if step % 2 == 0:\n            print(total)\n            total = 0.0"),
                             ["total += loss.detach().double()", "print(float(total))"]),
     "int_reset_read_by_division": (loop("total += loss.item()",
@@ -247,6 +262,12 @@ DECLINED = {
     "dict_of_item": (loop("logs = {'loss': loss.detach().item()}", after="print(logs)"), "not `name +="),
     "fstring_of_item": (loop("msg = f'loss {loss.item():.4f}'", "if step % 2 == 0:\n            print(msg)"), "not `name +="),
     "scaled_item": (loop("total += loss.item() * x.size(0)", after="print(total)"), "not `name +="),
+    "count_started_as_an_int_and_a_float": (loop("total += (out.argmax(1) == y).sum().item()",
+                                                 "if step % 2 == 0:\n            print(total)\n            total = 0",
+                                                 after="print(total)"), "both as an int and as a float"),
+    "count_in_a_self_documenting_fstring": (loop("total += (out.argmax(1) == y).sum().item()",
+                                                 after="print(f'{total / 30=}')").replace("total = 0.0", "total = 0"),
+                                            "prints the expression's text"),
     # the value is not proven a float
     "argmax": (loop("k = out.argmax().item()", after="print(k)"), "not proven"),
     "model_output_sum": (loop("v = model(x).sum().item()", after="print(v)"), "not proven"),
