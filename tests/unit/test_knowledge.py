@@ -357,6 +357,24 @@ def test_count_width(expression: str, wide: bool) -> None:
     assert count_is_int64(expr, imports.qualname) is wide
 
 
+def test_keeping_methods_store_the_object_itself() -> None:
+    """Each method named as keeping a value stores that very object (no copy, no read)."""
+    import collections
+    import queue
+
+    from syncfree_lint.knowledge.containers import KEEPING_METHODS
+
+    value = object()
+    holders = {"append": [], "insert": [], "appendleft": collections.deque(), "put": queue.Queue(),
+               "put_nowait": queue.Queue(), "add": set()}
+    assert set(holders) == KEEPING_METHODS
+    for method, holder in holders.items():
+        args = (0, value) if method == "insert" else (value,)
+        getattr(holder, method)(*args)
+        stored = holder.get() if isinstance(holder, queue.Queue) else next(iter(holder))
+        assert stored is value, method
+
+
 # ---------------------------------------------------------------- metric API the switch keeps
 @pytest.mark.parametrize("name", sorted(__import__("syncfree_lint.knowledge.metric_api", fromlist=["x"]).SHARED_METRIC_API))
 def test_shared_metric_api_exists_in_both_packages(name: str) -> None:

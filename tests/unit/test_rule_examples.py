@@ -122,6 +122,6 @@ def test_a_rule_joins_the_registry_when_defined_and_codes_are_unique():
 
 def test_unknown_message_key_says_where_to_declare_it():
     rule = REGISTRY["SFL102"]
-    assert rule.format_message("to").startswith("`.to('cpu')`")
+    assert rule.format_message("kept", call=".to('cpu')").startswith("`.to('cpu')`")
     with pytest.raises(KeyError, match="declare it in the rule's `messages`"):
         rule.format_message("nope")

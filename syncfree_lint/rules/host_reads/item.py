@@ -91,10 +91,14 @@ Unsafe (`--unsafe-fixes`), and offered only where `fixes/host_read_proof.py` pro
 program computes, prints and returns the same thing; otherwise `--show-fixes` prints why not.
 A float (a loss) keeps its type through `float()`: `total += loss.item()` becomes
 `total += loss.detach().double()` (float64, as Python floats add) and `v = loss.item()` becomes
-`v = loss.detach()` (`.detach().clone()` when `loss` may be changed in place later, e.g.
+`v = loss.detach()` (`.detach().clone()` when `loss`, or a name sharing its storage such as
+`raw = loss.detach()` or `flat = loss.view(-1)`, may be changed in place later, e.g.
 `loss /= accum`); every other read of the name becomes `float(name)`. A count stays an int:
 `correct += (pred == y).sum().item()` becomes `correct += (pred == y).sum()` (an int64 tensor on
 the device) and every read becomes `int(correct)`, so `"Accuracy: 9912/10000"` prints the same.
+A narrower count (`.int()`) gets `.long()`: a Python int never wraps, an int32 sum does past
+2**31. A count started as a float (`correct = 0.`) starts at `0` and is read as `float(correct)`,
+so it still prints `82.0`, exact below 2**53 as the Python float was.
 A history list, `history.append(loss.item())`, holds `loss.detach()` and is read back once where
 it is read (`fixes/host_list.py` lists the conditions); `meter.update(x.item(), n)` is declined.
 For a number binding it is offered only when:
