@@ -125,3 +125,26 @@ def test_unknown_message_key_says_where_to_declare_it():
     assert rule.format_message("kept", call=".to('cpu')").startswith("`.to('cpu')`")
     with pytest.raises(KeyError, match="declare it in the rule's `messages`"):
         rule.format_message("nope")
+
+
+@pytest.mark.parametrize("line, kept", [
+    ("preds.append(out.argmax(-1).cpu())", True),
+    ("buffer[step] = out.to('cpu')", True),
+    ("scores = out.cpu().numpy()", False),
+    ("print(out.cpu())", False),
+    ("host = out.cpu()", False),
+])
+def test_cpu_copy_suggests_non_blocking_only_for_a_kept_copy(line: str, kept: bool) -> None:
+    """A non-blocking copy read at once races; only a copy kept for later may be non-blocking."""
+    text = textwrap.dedent(f"""\
+        import torch
+
+        def evaluate(model, loader, preds, buffer):
+            for step, (x, y) in enumerate(loader):
+                out = model(x.cuda())
+                {line}
+        """)
+    found = [d for d in engine.lint_text("t.py", text, Config()) if d.code == "SFL102"]
+    assert len(found) == 1, found
+    assert ("read them only after a later sync" in found[0].message) is kept, found[0].message
+    assert ("would race" in found[0].message) is not kept, found[0].message
