@@ -62,7 +62,8 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
                                  "value and read it the same way")
     if len(outer.args) != 1 or not isinstance(func.value, cst.Name):
         return proof.Proof(None, "not `name.append(x.item())` on a local list")
-    if not _imports_torch(source):
+    torch = _torch_module_name(source)
+    if torch is None:
         return proof.Proof(None, "the file does not `import torch`, which the reads would need")
     name = func.value.value
     index = cache.get(id(site.scope))
@@ -84,19 +85,25 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
         if item is not None:  # history[-1] -> history[-1].item(): one element read, not the whole list
             parts.append(Replace(item, index.statement_of(read), f"{code(item)}.item()"))
         elif not _counted(read, index):
-            parts.append(Replace(read, index.statement_of(read), f"(torch.stack({name}).flatten().tolist() if {name} else [])"))
+            parts.append(Replace(read, index.statement_of(read), f"({torch}.stack({name}).flatten().tolist() if {name} else [])"))
     return proof.Proof(parts, "proven")
 
 
 @lru_cache(maxsize=8)
-def _imports_torch(source: str) -> bool:
+def _torch_module_name(source: str) -> Optional[str]:
+    """The name a top-level ``import torch`` (or ``import torch as th``) binds, if the module has one."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return False
-    return any(isinstance(node, ast.Import) and any(
-        alias.asname is None and (alias.name == "torch" or alias.name.startswith("torch.")) for alias in node.names)
-        for node in tree.body)
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    return alias.asname or "torch"
+                if alias.asname is None and alias.name.startswith("torch."):
+                    return "torch"  # `import torch.nn` binds `torch` too
+    return None
 
 
 def _reads(name: str, appended: cst.Name, index: ScopeIndex, qualname: proof.QualName):

@@ -66,3 +66,12 @@ def test_declined(name):
     tail, reason = DECLINED[name]
     found = finding(tail)
     assert found.fix is None and found.fix_declined is not None and reason in found.fix_declined, found.fix_declined
+
+
+def test_torch_imported_under_another_name():
+    """`import torch as th`: the reads are rebuilt with the name the module has in the file."""
+    text = HEADER.replace("import torch\n", "import torch as th\n").replace("torch.nn", "th.nn").replace("torch.optim", "th.optim")
+    [found] = [d for d in lint_text("train.py", text + "    json.dumps(history)\n", Config(select=("SFL101",)))
+               if d.line == 17]
+    assert found.fix is not None, found.fix_declined
+    assert [edit.content for edit in found.fix.edits][1] == "(th.stack(history).flatten().tolist() if history else [])"
