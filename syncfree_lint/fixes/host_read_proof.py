@@ -26,6 +26,7 @@ import libcst as cst
 from syncfree_lint.analysis.device import named_accelerators
 from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes.number_kind import count_is_int64, is_count, is_float
+from syncfree_lint.fixes.scalar_tensor import python_number
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.dtypes import MAY_ALIAS
 from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS
@@ -79,14 +80,19 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
         target = statement.targets[0].target
     else:
         return _declined("not `name += x.item()` or `name = x.item()`")
-    if not isinstance(target, cst.Name) or statement.value is not call:  # type: ignore[union-attr]
+    if not isinstance(target, cst.Name):
         return _declined("not `name += x.item()` or `name = x.item()`")
     index = cache.get(id(site.scope))
     if index is None:
         index = cache[id(site.scope)] = ScopeIndex(site.scope)
+    weighted = statement.value is not call  # type: ignore[union-attr]
+    if weighted and not (accumulate and _weighted(statement.value, call, index)):  # type: ignore[union-attr]
+        return _declined("not `name += x.item()`, `name += x.item() * n` or `name = x.item()`")
     receiver = call.func.value  # type: ignore[attr-defined]
     if is_float(receiver, index, qualname, set()):
         number = "float"
+    elif weighted:
+        return _declined("`name += x.item() * n` whose value is not proven to be a float")
     elif is_count(receiver, qualname):
         number = "int"  # counts: an int64 tensor on the device, read with int(): exact on every device
     else:
@@ -129,6 +135,28 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
         if not _already_converted(read, index, read_as):
             parts.append(Replace(read, index.statement_of(read), f"{read_as}({name})"))
     return Proof(parts, "proven")
+
+
+def _weighted(value: cst.BaseExpression, call: cst.Call, index: ScopeIndex) -> bool:
+    """``x.item() * n`` or ``n * x.item()`` with ``n`` a Python number (``x.size(0)``, ``len(batch)``,
+    ``x.shape[0]``, ``x.numel()``, a literal, a name bound only to numbers): a float64 tensor times
+    ``n`` is the same double product. Not ``/ n``: a float divided by ``0`` raises, a tensor gives inf."""
+    if not (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply)):
+        return False
+    if value.left is call:
+        return _host_number(value.right, index)
+    return value.right is call and _host_number(value.left, index)
+
+
+def _host_number(expr: cst.BaseExpression, index: ScopeIndex) -> bool:
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        method, args = expr.func.attr.value, expr.args
+        return (method == "size" and len(args) == 1 and isinstance(args[0].value, cst.Integer)) or \
+            (method == "numel" and not args)
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+            and isinstance(expr.slice[0].slice.value, cst.Integer)
+    return isinstance(python_number(expr, index, set()), str)
 
 
 @lru_cache(maxsize=8)

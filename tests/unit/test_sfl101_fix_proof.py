@@ -234,6 +234,11 @@ ACCEPTED.update({
                                ["correct += out.argmax(1).eq(y).sum()", "{int(correct)}/30", "[int(correct)]"]),
     "long_cast_value": (loop("k = loss.long().item()", after="print(k, k + 1)"),
                         ["k = loss.long().detach()", "print(int(k), int(k) + 1)"]),
+    # a weighted accumulation (the mean over samples): float64 times a Python int is the same product
+    "weighted_by_batch_size": (loop("total += loss.item() * x.size(0)", after="print(total / 30, f'{total:.6f}')"),
+                               ["total += loss.detach().double() * x.size(0)", "print(float(total) / 30"]),
+    "weighted_by_len_first": (loop("total += len(y) * loss.item()", after="print(total)"),
+                              ["total += len(y) * loss.detach().double()", "print(float(total))"]),
     # a count started as a float prints as a float: an int64 counter from 0, read with float()
     "count_started_as_a_float": (loop("total += (out.argmax(1) == y).sum().item()", after="print(total, f'{total}')"),
                                  ["total = 0\n", "total += (out.argmax(1) == y).sum()",
@@ -261,7 +266,9 @@ DECLINED = {
     # not the fixed statement form: containers and strings are never wrapped
     "dict_of_item": (loop("logs = {'loss': loss.detach().item()}", after="print(logs)"), "not `name +="),
     "fstring_of_item": (loop("msg = f'loss {loss.item():.4f}'", "if step % 2 == 0:\n            print(msg)"), "not `name +="),
-    "scaled_item": (loop("total += loss.item() * x.size(0)", after="print(total)"), "not `name +="),
+    "divided_item": (loop("total += loss.item() / x.size(0)", after="print(total)"), "not `name +="),
+    "weighted_count": (loop("total += (out.argmax(1) == y).sum().item() * 2", after="print(total)"),
+                       "not proven to be a float"),
     "count_started_as_an_int_and_a_float": (loop("total += (out.argmax(1) == y).sum().item()",
                                                  "if step % 2 == 0:\n            print(total)\n            total = 0",
                                                  after="print(total)"), "both as an int and as a float"),
