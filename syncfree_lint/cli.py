@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply fixes that may change behaviour")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing (exit 1 if there is a diff)")
+    parser.add_argument("--suggestions", action="store_true", help="with --diff, also show display-only suggestions: rewrites that remove a sync but change what the program shows (never applied by --fix)")
     parser.add_argument("--show-fixes", action="store_true", help="list what was fixed, and why a fix was declined where a rule has one")
     parser.add_argument("--output-format", choices=sorted(FORMATS), default="text", help="how to print findings (default: text, flake8's shape)")
     parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to lint with (default: all cores)")
@@ -76,7 +77,7 @@ def _fix(args, paths, config, result, jobs, cache, out) -> Optional[int]:
     from syncfree_lint.source import SourceError, decode_source, detect_encoding
 
     def applicable(d) -> bool:
-        return d.fix is not None and (d.fix.applicability == "safe" or args.unsafe_fixes)
+        return d.fix is not None and d.fix.applies(args.unsafe_fixes, suggestions=args.suggestions and not args.fix)
 
     by_path: dict = {}
     for d in result.diagnostics:

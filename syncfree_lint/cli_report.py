@@ -31,7 +31,7 @@ def fix_stdin(args, name: str, text: str, config: Config, project_cache, out: Te
     from syncfree_lint.fixes.apply import fix_text
 
     def applicable(d: Diagnostic) -> bool:
-        return d.fix is not None and (d.fix.applicability == "safe" or args.unsafe_fixes)
+        return d.fix is not None and d.fix.applies(args.unsafe_fixes, suggestions=args.suggestions and not args.fix)
 
     def lint(path: str, source: str) -> List[Diagnostic]:
         return lint_text(path, source, config, project_cache=project_cache, project=not args.no_project)
@@ -187,4 +187,9 @@ def declined_fixes(diagnostics) -> str:
         return ""
     lines = [f"No fix offered for {len(declined)} finding{'s' if len(declined) != 1 else ''}:\n"]
     lines += [f"  {d.where}: {d.code} {d.fix_declined}\n" for d in declined]
+    suggested = [d for d in declined if d.fix is not None and d.fix.applicability == "display"]
+    if suggested:
+        lines.append(f"Suggested instead (display-only, never applied; `--diff --suggestions` shows them) for "
+                     f"{len(suggested)} of them:\n")
+        lines += [f"  {d.where}: {d.code} {d.fix.title}\n" for d in suggested if d.fix is not None]
     return "".join(lines)

@@ -16,11 +16,18 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
-    """A rewrite attached to a diagnostic; ``applicability`` is "safe" or "unsafe"."""
+    """A rewrite attached to a diagnostic; ``applicability`` is "safe", "unsafe" or "display"
+    (ruff's display-only level: a suggestion that changes what the program shows, never applied)."""
 
     title: str
     applicability: str = "safe"
     edits: Tuple[Edit, ...] = ()
+
+    def applies(self, unsafe_fixes: bool, suggestions: bool = False) -> bool:
+        """Would ``--fix`` (``--unsafe-fixes``) apply it; ``suggestions``: ``--diff --suggestions``."""
+        if self.applicability == "display":
+            return suggestions
+        return self.applicability == "safe" or unsafe_fixes
 
 
 @dataclass(frozen=True, order=True)

@@ -37,7 +37,16 @@ class InsertAfter:
     text: str
 
 
-Part = Union[Replace, InsertAfter]
+@dataclass(frozen=True)
+class Guard:
+    """Put one single-line ``statement`` under ``if <test>:`` (a block one level deeper); with
+    ``test`` empty, only indent it one level (a later line of the block a ``Guard`` opened)."""
+
+    statement: cst.CSTNode
+    test: str = ""
+
+
+Part = Union[Replace, InsertAfter, Guard]
 
 
 @dataclass(frozen=True)
@@ -47,9 +56,20 @@ class Declined:
     reason: str
 
 
+@dataclass(frozen=True)
+class Suggested:
+    """A fix declined for ``reason`` that has a display-only form: ``parts`` remove the sync but
+    change what the program shows (a value logged at an interval instead of every step). Shown
+    by ``--show-fixes``, ``--diff --suggestions`` and editors, never applied by ``--fix``."""
+
+    reason: str
+    title: str
+    parts: Sequence["Part"]
+
+
 @dataclass
 class FixPlan:
     title: str
     applicability: str  # "safe" | "unsafe"
-    build: Callable[[], Union[Sequence[Part], Declined, None]]  # None / Declined: no fix after all
+    build: Callable[[], Union[Sequence[Part], Declined, Suggested, None]]  # None / Declined: no fix after all
     subject: object = None  # what the fix is about (a metric site), for plans that span the file

@@ -15,7 +15,7 @@ from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
-from syncfree_lint.edits import Declined, Replace
+from syncfree_lint.edits import Declined, Guard, Replace, Suggested
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
@@ -141,6 +141,8 @@ def _fix(finding: Finding, finder: PositionFinder, newline: str) -> Tuple[Option
     parts = plan.build()
     if isinstance(parts, Declined):
         return None, parts.reason
+    if isinstance(parts, Suggested):
+        return Fix(parts.title, "display", tuple(_edit_for(p, finder, newline) for p in parts.parts)), parts.reason
     if not parts:
         return None, None
     edits = tuple(_edit_for(part, finder, newline) for part in parts)
@@ -152,6 +154,13 @@ def _edit_for(part: Any, finder: PositionFinder, newline: str) -> Edit:
     if isinstance(part, Replace):
         line, col, end_line, end_col = finder.exact(part.node)
         return Edit((line, col - 1), (end_line, end_col - 1), part.text)
+    if isinstance(part, Guard):
+        line, col, _, _ = finder.exact(part.statement)
+        text = finder.line_text(line)
+        indent = text[: len(text) - len(text.lstrip(" \t"))]
+        step = "\t" if "\t" in indent else "    "
+        header = f"if {part.test}:{newline}{indent}" if part.test else ""
+        return Edit((line, col - 1), (line, col - 1), header + step)
     line, _, end_line, end_col = finder.exact(part.statement)
     text = finder.line_text(line)
     indent = text[: len(text) - len(text.lstrip(" \t"))]  # the new line sits in the same block

@@ -30,6 +30,7 @@ from syncfree_lint.fixes.scalar_tensor import python_number
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.dtypes import MAY_ALIAS
 from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS
+from syncfree_lint.knowledge.sinks import DISPLAY_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import Placement
@@ -38,8 +39,7 @@ QualName = Callable[[cst.BaseExpression], Optional[str]]
 
 #: calls that format, print or log a number the same whether it is a float or ``float(t)``
 _FORMATTERS = frozenset({"print", "str", "repr", "format", "round", "abs"})
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
-                          "log_metric", "log_metrics", "add_scalar", "set_postfix", "log_dict"})
+_LOG_METHODS = DISPLAY_METHODS  # a float and ``float(t)`` are shown alike by these
 _FLOAT_SPEC_TYPES = "eEfFgG%"
 
 
@@ -79,9 +79,9 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
     elif isinstance(statement, cst.Assign) and len(statement.targets) == 1:
         target = statement.targets[0].target
     else:
-        return _declined("not `name += x.item()` or `name = x.item()`")
+        return _declined("not `name += x.item()`, `name += x.item() * n` or `name = x.item()`")
     if not isinstance(target, cst.Name):
-        return _declined("not `name += x.item()` or `name = x.item()`")
+        return _declined("not `name += x.item()`, `name += x.item() * n` or `name = x.item()`")
     index = cache.get(id(site.scope))
     if index is None:
         index = cache[id(site.scope)] = ScopeIndex(site.scope)

@@ -1,10 +1,13 @@
 """SFL101's fix, by the statement the ``.item()`` sits in: a history list or a meter
-(``fixes/host_list.py``), else a number binding (``fixes/host_read_proof.py``)."""
+(``fixes/host_list.py``), else a number binding (``fixes/host_read_proof.py``); where both
+decline, a display-only suggestion (``fixes/display_interval.py``) when the statement only shows
+the value."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List, Union
 
-from syncfree_lint.fixes import host_list
+from syncfree_lint.edits import Declined, Replace, Suggested
+from syncfree_lint.fixes import display_interval, host_list
 from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.fixes.scope_index import ScopeIndex
 
@@ -16,3 +19,16 @@ def decide(site: proof.ItemSite, places: Dict[int, "proof.Placement"], qualname:
     if outer is not None:
         return host_list.decide(site, outer, places, qualname, source, cache)  # type: ignore[arg-type]
     return proof.decide(site, places, qualname, source, cache)
+
+
+def parts(site: proof.ItemSite, places: Dict[int, "proof.Placement"], qualname: proof.QualName, source: str,
+          cache: Dict[int, ScopeIndex]) -> Union[List[Replace], Declined, Suggested]:
+    """What the rule's ``FixPlan.build`` returns: the proven edits, a suggestion, or the reason."""
+    decided = decide(site, places, qualname, source, cache)
+    if decided.edits is not None:
+        return decided.edits
+    suggestion = display_interval.suggest(site)
+    if suggestion is None:
+        return Declined(decided.reason)
+    title, guards = suggestion
+    return Suggested(decided.reason, title, guards)

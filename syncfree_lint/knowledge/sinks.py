@@ -17,3 +17,15 @@ SINK_FUNCTIONS = frozenset({
 ACCELERATOR_SINK_METHODS = frozenset({"log", "log_dict"})
 #: methods of an experiment-tracker run or logger object (``run.log(...)``, ``logger.log_metrics(...)``)
 TRACKER_METHODS = frozenset({"log_metrics", "log_metric"})
+
+#: methods of a ``logging.Logger`` (and loguru-style loggers) that format their arguments
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+#: methods that show a value (loggers, progress bars, writers, trackers): a statement that only
+#: calls one of these displays what it was given, and may run at an interval instead (a suggestion:
+#: fewer lines shown). Also read by the SFL101 proof: a float and ``float(t)`` log alike here.
+DISPLAY_METHODS = LOGGER_METHODS | frozenset({"log_metric", "log_metrics", "log_dict", "set_postfix", "set_postfix_str",
+                                              "set_description", "set_description_str"}) | WRITER_METHODS
+#: functions that show their arguments
+DISPLAY_FUNCTIONS = frozenset({"print"})
+#: the interval a display-only suggestion proposes (``fixes/display_interval.py``): the reader chooses
+SUGGESTED_INTERVAL = 100

@@ -89,7 +89,8 @@ def fix_action(d: Diagnostic) -> Optional[Action]:
     if d.fix is None or not d.fix.edits:
         return None
     safe = d.fix.applicability == "safe"
-    title = f"{d.code}: {d.fix.title}" + ("" if safe else " (unsafe)")
+    suffix = {"safe": "", "unsafe": " (unsafe)"}.get(d.fix.applicability, " (suggestion: changes what is shown)")
+    title = f"{d.code}: {d.fix.title}{suffix}"
     return Action(title, QUICKFIX, list(d.fix.edits), d, preferred=safe)
 
 

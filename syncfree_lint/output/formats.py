@@ -178,7 +178,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], fingerprints: Optional[Seque
             result["partialFingerprints"] = {"syncfreeLintKey/v1": fingerprints[position]}
         if d.reach:
             result["relatedLocations"] = [_related(i, where, what) for i, (where, what) in enumerate(d.reach)]
-        if d.fix is not None and d.fix.edits:
+        if d.fix is not None and d.fix.edits and d.fix.applicability != "display":
             change: Dict[str, object] = {
                 "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
                 "replacements": [{

@@ -12,8 +12,8 @@ from syncfree_lint.diagnostic import Diagnostic
 
 
 def has_fix(d: Diagnostic, applicability: str) -> bool:
-    """``d`` carries a fix with edits of this applicability ("safe" or "unsafe")."""
-    return d.fix is not None and bool(d.fix.edits) and (d.fix.applicability == "safe") == (applicability == "safe")
+    """``d`` carries a fix with edits of this applicability ("safe", "unsafe" or "display")."""
+    return d.fix is not None and bool(d.fix.edits) and d.fix.applicability == applicability
 
 
 def marked(d: Diagnostic, unsafe_fixes: bool) -> bool:
@@ -59,6 +59,9 @@ def summary_line(diagnostics: Sequence[Diagnostic], unsafe_fixes: bool) -> str:
             line += f"; {unsafe} more with --unsafe-fixes"
     elif unsafe:
         line += f" {unsafe} fixable with --unsafe-fixes"
+    shown = sum(1 for d in diagnostics if has_fix(d, "display"))
+    if shown:
+        line += f" {shown} with a suggestion (`--diff --suggestions`; never applied)"
     return line + "\n"
 
 

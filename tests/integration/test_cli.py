@@ -148,3 +148,42 @@ def test_diff_says_when_only_unsafe_fixes_exist(tmp_path, capsys):
     assert main([str(path), "--no-cache", "--diff", "--unsafe-fixes"]) == 1
     captured = capsys.readouterr()
     assert captured.out.startswith("---") and "no safe fixes" not in captured.err
+
+
+SHOWN = textwrap.dedent("""\
+    import torch
+
+
+    def train(model, loader, optimizer, criterion):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x.cuda()), y.cuda())
+            loss.backward()
+            optimizer.step()
+            print(f"loss {loss.item():.4f}")
+    """)
+
+
+def test_display_only_suggestion_is_shown_never_applied(tmp_path, capsys):
+    """ruff's display-only level: listed by --show-fixes, in the diff only with --suggestions,
+    never written by --fix (not even with --unsafe-fixes), not a fix in SARIF."""
+    import json
+
+    path = tmp_path / "shown.py"
+    path.write_text(SHOWN)
+    base = ["--no-cache", "--no-project", str(path)]
+    assert main(["--fix", "--unsafe-fixes", "--suggestions", *base]) == 1
+    assert path.read_text() == SHOWN
+    capsys.readouterr()
+    assert main(["--diff", *base]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["--diff", "--suggestions", "--show-fixes", *base]) == 1
+    captured = capsys.readouterr()
+    assert "+        if step % 100 == 0:\n+            print(f\"loss {loss.item():.4f}\")" in captured.out
+    assert "Suggested instead" in captured.err and "every 100 steps" in captured.err
+    assert path.read_text() == SHOWN
+    main(["--output-format", "json", *base])
+    [finding] = json.loads(capsys.readouterr().out)
+    assert finding["fix"]["applicability"] == "display"
+    main(["--output-format", "sarif", *base])
+    [result] = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert "fixes" not in result

@@ -254,3 +254,33 @@ def test_a_helper_is_reported_through_its_caller_in_another_file(project):
         await editor.diagnostics("helpers.py", lambda ds: len(ds) == 0)
 
     run(project, scenario)
+
+
+SHOWN_EVERY_STEP = textwrap.dedent("""\
+    import torch
+
+
+    def train(model, loader, optimizer, criterion):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x.cuda()), y.cuda())
+            loss.backward()
+            optimizer.step()
+            print(f"loss {loss.item():.4f}")
+    """)
+
+
+def test_display_only_suggestion_is_an_action_but_never_in_fix_all(project):
+    """A suggestion changes what the program shows: offered as a code action, named so, never
+    preferred, and left out of source.fixAll."""
+    async def scenario(editor):
+        editor.open("shown.py", SHOWN_EVERY_STEP)
+        [item] = await editor.diagnostics("shown.py", lambda ds: len(ds) == 1)
+        [suggestion] = [a for a in await editor.actions("shown.py", item) if "every 100 steps" in a.title]
+        assert "(suggestion: changes what is shown)" in suggestion.title and not suggestion.is_preferred
+        fixed = apply(SHOWN_EVERY_STEP, suggestion.edit.changes[editor.uri("shown.py")])
+        assert "        if step % 100 == 0:\n            print(f\"loss {loss.item():.4f}\")\n" in fixed
+        compile(fixed, "shown.py", "exec")
+        fix_all = await editor.actions("shown.py", item, only=[types.CodeActionKind.SourceFixAll])
+        assert not fix_all
+
+    run(project, scenario)

@@ -4,9 +4,9 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.knowledge.sinks import LOGGER_METHODS
 from syncfree_lint.rules.base import Rule
 
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 _PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str"})
 
 
@@ -111,7 +111,7 @@ No automatic fix: which interval to log at is the user's choice.
             attr = func.attr.value
             if attr == "format" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
                 what = "`str.format()`"
-            elif attr in _LOG_METHODS and _is_logger(func.value, ctx):
+            elif attr in LOGGER_METHODS and _is_logger(func.value, ctx):
                 what = f"`{attr}()` logging"
             elif attr in _PROGRESS_METHODS:
                 what = f"`{attr}()`"

@@ -123,9 +123,18 @@ For a number binding it is offered only when:
   device without float64 (MPS, XLA, XPU, HPU, NPU) nor an API that may pick one at run time
   (`torch.accelerator`, accelerate, lightning). Counts need no such check.
 
+`total += loss.item() * x.size(0)` (a Python number weight: `x.size(0)`, `len(...)`,
+`x.shape[0]`, `numel()`, a literal, a name bound only to numbers) is summed the same way, in float64.
+
 Not covered: a tensor changed in place through another function it was passed to, a helper that
 holds its own step loop and is itself called once per step, complex-valued tensors, and other
 modules importing a module-level accumulator.
+
+Where no fix is proven and the `.item()` only feeds what the step shows (`print`, a logger, a
+progress bar, a writer or tracker; or a dict shown by the lines right after it), on one line in a
+step loop counted with `enumerate`, a display-only suggestion puts it under
+`if step % 100 == 0:`. It changes what the program shows (fewer lines), so `--fix` never applies
+it; `--show-fixes` lists it, `--diff --suggestions` prints it, editors offer it as a code action.
 """
 
     node_types = (cst.Call, cst.Name)
@@ -141,6 +150,6 @@ modules importing a module-level accumulator.
             return
         if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and host_read_receiver(node, ctx):
             site = proof.ItemSite(node, ctx.current_statement(), ctx.current_scope(), ctx.placement())
-            build = lambda: item_fix.decide(site, state.get("places", {}), ctx.qualname, ctx.source_text(),  # noqa: E731
-                                         state.setdefault("scopes", {})).parts
+            build = lambda: item_fix.parts(site, state.get("places", {}), ctx.qualname, ctx.source_text(),  # noqa: E731
+                                           state.setdefault("scopes", {}))
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))

@@ -1,0 +1,121 @@
+"""SFL101's display-only suggestion: a value shown every step is shown every N steps instead.
+
+Offered where the proof declines a fix because the ``.item()`` sits in a statement that only
+shows values (``print``, a logger, a progress bar, a writer or tracker: ``knowledge/sinks.py``),
+on one line, directly in the body of a step loop that counts its steps with ``enumerate``; or in
+a dict built only to be shown by the lines right after it (``logs = {"loss": loss.item()}``,
+``progress_bar.set_postfix(**logs)``, ``accelerator.log(logs, step=step)``), which then go under
+the guard together:
+
+    for step, (x, y) in enumerate(loader):          for step, (x, y) in enumerate(loader):
+        ...                                  ->          ...
+        print(f"loss {loss.item():.4f}")                 if step % 100 == 0:
+                                                             print(f"loss {loss.item():.4f}")
+
+The sync then runs on one step in N. What the program shows changes (fewer lines, and a later
+value than an average would give), so it is a suggestion: shown by ``--show-fixes``, ``--diff
+--suggestions`` and editors, never applied by ``--fix``. N is ``SUGGESTED_INTERVAL``; the
+suggestion's title asks the reader to choose it.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from syncfree_lint.edits import Guard, code
+from syncfree_lint.fixes.host_read_proof import ItemSite
+from syncfree_lint.fixes.scope_index import ScopeIndex
+from syncfree_lint.knowledge.sinks import DISPLAY_FUNCTIONS, DISPLAY_METHODS, SUGGESTED_INTERVAL
+
+
+def suggest(site: ItemSite) -> Optional[Tuple[str, List[Guard]]]:
+    """(title, the guard to add) for ``site``, or None where the shape is not one of those above."""
+    loops = site.placement.loops
+    if not loops or not loops[-1].is_step or not isinstance(loops[-1].node, cst.For):
+        return None
+    loop = loops[-1].node
+    counter = _enumerate_counter(loop)
+    if counter is None or not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    lines: List[cst.CSTNode] = list(loop.body.body)
+    first = next((i for i, s in enumerate(lines) if _one_statement(s) is site.statement), None)
+    if first is None or site.statement is None or _multi_line(site.statement):
+        return None
+    block: List[cst.CSTNode]
+    if _only_displays(site.statement):
+        block = [lines[first]]
+    else:
+        block = _shown_dict(site.statement, lines[first + 1:], site.scope)
+        if not block:
+            return None
+        block = [lines[first]] + block
+    test = f"{counter} % {SUGGESTED_INTERVAL} == 0"
+    title = f"show it every {SUGGESTED_INTERVAL} steps (`if {test}:`; choose the interval): fewer lines shown"
+    return title, [Guard(block[0], test)] + [Guard(line) for line in block[1:]]
+
+
+def _one_statement(line: cst.CSTNode) -> Optional[cst.CSTNode]:
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        return line.body[0]
+    return None
+
+
+def _multi_line(statement: cst.CSTNode) -> bool:
+    return "\n" in code(statement).strip()
+
+
+def _shown_dict(statement: cst.CSTNode, rest: Sequence[cst.CSTNode], scope: cst.CSTNode) -> List[cst.CSTNode]:
+    """The lines right after ``name = {...}`` that show ``name``, when nothing else in the function
+    uses it; else []."""
+    if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Name) and isinstance(statement.value, cst.Dict)):
+        return []
+    name = statement.targets[0].target.value
+    shown: List[cst.CSTNode] = []
+    for line in rest:
+        inner = _one_statement(line)
+        if inner is None or not _only_displays(inner) or _multi_line(inner) or not _mentions(inner, name):
+            break
+        shown.append(line)
+    if not shown:
+        return []
+    inside = {id(n) for line in shown for n in _names(line, name)} | {id(statement.targets[0].target)}
+    uses = ScopeIndex(scope).occurrences(name)
+    return shown if all(id(node) in inside for node, _ in uses) else []
+
+
+def _names(node: cst.CSTNode, name: str) -> List[cst.Name]:
+    found: List[cst.Name] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name) and current.value == name:
+            found.append(current)
+        stack.extend(current.children)
+    return found
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    return bool(_names(node, name))
+
+
+def _only_displays(statement: Optional[cst.CSTNode]) -> bool:
+    """``print(...)``, ``logger.info(...)``, ``pbar.set_postfix(...)``, ``writer.add_scalar(...)``."""
+    if not isinstance(statement, cst.Expr) or not isinstance(statement.value, cst.Call):
+        return False
+    func = statement.value.func
+    if isinstance(func, cst.Name):
+        return func.value in DISPLAY_FUNCTIONS
+    return isinstance(func, cst.Attribute) and func.attr.value in DISPLAY_METHODS
+
+
+def _enumerate_counter(loop: cst.For) -> Optional[str]:
+    """``step`` in ``for step, batch in enumerate(...)``."""
+    it, target = loop.iter, loop.target
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"):
+        return None
+    if isinstance(target, (cst.Tuple, cst.List)) and target.elements and isinstance(target.elements[0].value, cst.Name):
+        name = target.elements[0].value.value
+        return None if name == "_" else name
+    return None
