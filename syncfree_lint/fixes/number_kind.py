@@ -64,8 +64,13 @@ def _names_a_loss(callee: str) -> bool:
 
 def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
     """Every binding of ``name`` in the scope is a float (``x /= k`` and in-place ``+=``/``-=``/``*=``
-    keep a float tensor float), and there is at least one plain assignment."""
-    if name in seen or name in index.params:
+    keep a float tensor float), and there is at least one plain assignment; or the name is
+    backpropagated and bound by one statement (``backward`` needs a floating tensor)."""
+    if name in seen:
+        return False
+    if _backpropagated(name, index) and _one_binding(name, index):
+        return True
+    if name in index.params:
         return False
     seen = seen | {name}
     assigned = False
@@ -87,6 +92,36 @@ def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[s
         else:
             return False
     return assigned
+
+
+def _backpropagated(name: str, index: ScopeIndex) -> bool:
+    """``name.backward()``, ``scaler.scale(name).backward()``, ``accelerator.backward(name)`` in the scope."""
+    for node, nested in index.occurrences(name):
+        if nested:
+            continue
+        parent = index.parent.get(id(node))
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "backward":
+            return isinstance(index.parent.get(id(parent)), cst.Call)
+        if isinstance(parent, cst.Arg) and parent.value is node and parent.keyword is None:
+            call = index.parent.get(id(parent))
+            func = call.func if isinstance(call, cst.Call) else None
+            if isinstance(func, cst.Attribute) and func.attr.value == dtypes.BACKWARD:
+                return True
+            if isinstance(func, cst.Attribute) and func.attr.value in dtypes.SCALE_FOR_BACKWARD:
+                outer = index.parent.get(id(call))
+                if isinstance(outer, cst.Attribute) and outer.attr.value == dtypes.BACKWARD:
+                    return True
+    return False
+
+
+def _one_binding(name: str, index: ScopeIndex) -> bool:
+    """Bound by exactly one statement of the scope (a parameter counts as one), so every read sees
+    what that statement bound, the tensor ``backward`` was called on."""
+    stores = {id(index.stores[id(node)]) for node, nested in index.occurrences(name)
+              if not nested and id(node) in index.stores}
+    others = [node for node, nested in index.occurrences(name)
+              if isinstance(index.parent.get(id(node)), BINDERS) and not isinstance(index.parent.get(id(node)), cst.Param)]
+    return not others and len(stores) + (name in index.params) == 1
 
 
 def is_count(expr: cst.BaseExpression, qualname: QualName) -> bool:

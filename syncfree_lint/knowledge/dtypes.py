@@ -35,3 +35,8 @@ INT64_DTYPES = frozenset({"torch.long", "torch.int64"})
 #: and words that say it does not (``loss_scale``, ``loss_weights``)
 LOSS_WORDS = frozenset({"loss", "criterion", "crit", "losses"})
 NOT_LOSS_WORDS = frozenset({"scaler", "scale", "scaling", "weight", "weights", "count", "idx", "index", "num", "steps"})
+#: ``.backward()`` (also ``accelerator.backward(loss)``): autograd needs a floating tensor, so a
+#: name backpropagated in a scope holds a float there
+BACKWARD = "backward"
+#: methods that wrap a loss before ``.backward()`` and keep it floating (``scaler.scale(loss).backward()``)
+SCALE_FOR_BACKWARD = frozenset({"scale"})

@@ -239,6 +239,10 @@ ACCEPTED.update({
                                ["total += loss.detach().double() * x.size(0)", "print(float(total) / 30"]),
     "weighted_by_len_first": (loop("total += len(y) * loss.item()", after="print(total)"),
                               ["total += len(y) * loss.detach().double()", "print(float(total))"]),
+    # backpropagated: autograd needs a floating tensor, so the one value the name holds is a float
+    "backpropagated_model_output": (loop("extra = model(x).sum()\n        extra.backward()\n"
+                                         "        total += extra.item()", after="print(total)"),
+                                    ["total += extra.detach().double()", "print(float(total))"]),
     # a count started as a float prints as a float: an int64 counter from 0, read with float()
     "count_started_as_a_float": (loop("total += (out.argmax(1) == y).sum().item()", after="print(total, f'{total}')"),
                                  ["total = 0\n", "total += (out.argmax(1) == y).sum()",
@@ -275,6 +279,9 @@ DECLINED = {
     "count_in_a_self_documenting_fstring": (loop("total += (out.argmax(1) == y).sum().item()",
                                                  after="print(f'{total / 30=}')").replace("total = 0.0", "total = 0"),
                                             "prints the expression's text"),
+    "backpropagated_then_rebound": (loop("extra = model(x).sum()\n        extra.backward()\n"
+                                         "        extra = out.argmax()\n        total += extra.item()", after="print(total)"),
+                                    "not proven"),
     # the value is not proven a float
     "argmax": (loop("k = out.argmax().item()", after="print(k)"), "not proven"),
     "model_output_sum": (loop("v = model(x).sum().item()", after="print(v)"), "not proven"),
