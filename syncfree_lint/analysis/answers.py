@@ -29,6 +29,7 @@ class AnswersMixin:
     findings: List[Finding]
     all_metric_sites: List[MetricSite]
     metric_escapes: Set[str]
+    metric_lightning_logged: Set[str]
     instances: InstanceTable
     _stores: Set[int]
     _state: Dict[str, Dict[Any, Any]]
@@ -111,6 +112,9 @@ class AnswersMixin:
 
     def escaped_metrics(self) -> FrozenSet[str]:
         return frozenset(self.metric_escapes)
+
+    def lightning_logged_metrics(self) -> FrozenSet[str]:
+        return frozenset(self.metric_lightning_logged)
 
     def findings_so_far(self) -> Tuple[Finding, ...]:
         return tuple(self.findings)

@@ -13,7 +13,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.tensors import keyword_value
-from syncfree_lint.knowledge.metric_api import SHARED_METRIC_API
+from syncfree_lint.knowledge.metric_api import LIGHTNING_LOG_METHODS, SHARED_METRIC_API
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame
@@ -153,6 +153,7 @@ class MetricSitesMixin:
 
     metric_sites: Dict[str, MetricSite]
     metric_escapes: Set[str]  # names of metric objects handed to other code, or read through internals
+    metric_lightning_logged: Set[str]  # names of metric objects handed to ``self.log``/``self.log_dict``
     class_frame: Optional["ClassFrame"]
     statement: Optional[cst.CSTNode]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
@@ -182,6 +183,11 @@ class MetricSitesMixin:
             site = self.metric(node.value)
             if site is not None and node.attr.value not in SHARED_METRIC_API:
                 self.metric_escapes.add(site.name)
+        elif isinstance(node, cst.Call) and _lightning_log(node):
+            for arg in node.args:
+                site = self.metric(arg.value)
+                if site is not None:
+                    self.metric_lightning_logged.add(site.name)
         elif isinstance(node, cst.Call):
             for arg in node.args:
                 site = self.metric(arg.value)
@@ -246,3 +252,11 @@ class MetricSitesMixin:
         site = MetricSite(name, class_name, value, self.statement, moved=moved or in_module, members=members,
                           library=qual.split(".")[0])
         return site
+
+
+def _lightning_log(call: cst.Call) -> bool:
+    """``self.log(name, metric, ...)`` / ``self.log_dict(metrics, ...)``: Lightning logs the metric
+    object through the API both packages share."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value in LIGHTNING_LOG_METHODS \
+        and isinstance(func.value, cst.Name) and func.value.value == "self"

@@ -154,6 +154,10 @@ class SemanticModel(Protocol):
         """Names of metric objects handed to other code or read through internals so far."""
         ...
 
+    def lightning_logged_metrics(self) -> FrozenSet[str]:
+        """Names of metric objects handed to Lightning's ``self.log``/``self.log_dict`` so far."""
+        ...
+
     # ------------------------------------------------------------------ reporting
     def report(
         self, rule: Reporting, node: cst.CSTNode, key: str = "default", fix: Union[Fix, FixPlan, None] = None,

@@ -118,6 +118,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
         self.metric_escapes: Set[str] = set()
+        self.metric_lightning_logged: Set[str] = set()
         self.fix_plans: List[Any] = []
         self._call_args: Sequence[cst.Arg] = ()
 

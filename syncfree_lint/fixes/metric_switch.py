@@ -16,6 +16,11 @@ from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.edits import FixPlan, InsertAfter, Part, Replace, code
 
 
+#: Lightning's ``self.log(name, metric)`` takes a metric it recognises as torchmetrics'; importing
+#: ``syncfree.lightning`` registers the syncfree metrics as such (the module's docstring says how)
+_LIGHTNING_IMPORT = "import syncfree.lightning  # lets Lightning's self.log take syncfree metrics"
+
+
 class _SwitchState:
     code = "SFL3xx-switch"
 
@@ -106,6 +111,8 @@ def _build_switch(ctx: SemanticModel, site: MetricSite) -> Optional[List[Part]]:
     rewritten = set()
     need_module_import = False
     anchor: Optional[cst.CSTNode] = None
+    logged = ctx.lightning_logged_metrics()
+    lightning_anchor: Optional[cst.CSTNode] = None
     for other in ctx.metric_constructions():
         if other.call is None or other.library != "torchmetrics" or not verdict.get(other.class_name):
             continue
@@ -114,7 +121,10 @@ def _build_switch(ctx: SemanticModel, site: MetricSite) -> Optional[List[Part]]:
             statement = ctx.import_statement(func.value)
             if isinstance(statement, cst.ImportFrom) and id(statement) not in rewritten:
                 rewritten.add(id(statement))
-                parts.extend(_rewrite_import(ctx, statement, verdict))
+                moved = _rewrite_import(ctx, statement, verdict)
+                parts.extend(moved)
+                if moved and lightning_anchor is None:
+                    lightning_anchor = statement
         elif isinstance(func, cst.Attribute):
             if id(other.call) not in ctx.state(_SWITCH_STATE)["sites"]:
                 continue  # module-style constructions switch one by one: only the reported ones
@@ -122,10 +132,17 @@ def _build_switch(ctx: SemanticModel, site: MetricSite) -> Optional[List[Part]]:
             if not ctx.is_imported("syncfree"):
                 need_module_import = True
                 anchor = anchor or ctx.import_statement((dotted(func) or "").split(".")[0])
+        if other.name in logged and isinstance(func, cst.Attribute):
+            lightning_anchor = lightning_anchor or ctx.import_statement((dotted(func) or "").split(".")[0])
     if need_module_import:
         if anchor is None:
             return None
         parts.append(InsertAfter(anchor, "import syncfree"))
+    if parts and any(s.name in logged and verdict.get(s.class_name) for s in ctx.metric_constructions()) \
+            and not ctx.is_imported("syncfree.lightning"):
+        if lightning_anchor is None:
+            return None
+        parts.append(InsertAfter(lightning_anchor, _LIGHTNING_IMPORT))
     return parts or None
 
 

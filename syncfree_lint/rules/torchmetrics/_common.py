@@ -19,7 +19,8 @@ SWITCH_DOC = """
 Safe: the import and the construction move to `syncfree`, whose metrics take the same
 constructor arguments and compute the same values. The fix is offered only when every
 construction of that class in the file uses arguments `syncfree` honours, the metric object
-is not handed to other code (such as Lightning's `self.log(name, metric)`), and nothing of it is
+is not handed to other code (Lightning's `self.log(name, metric)` and `self.log_dict(metrics)` are
+fine: a `syncfree` metric logs the same epoch values there), and nothing of it is
 read beyond the interface both share (`metric.tp` or `metric.metric_state` keep torchmetrics). Read the results
 with `syncfree.to_host(metric)`: `compute()` returns device tensors and never syncs.
 """
