@@ -40,3 +40,11 @@ NOT_LOSS_WORDS = frozenset({"scaler", "scale", "scaling", "weight", "weights", "
 BACKWARD = "backward"
 #: methods that wrap a loss before ``.backward()`` and keep it floating (``scaler.scale(loss).backward()``)
 SCALE_FOR_BACKWARD = frozenset({"scale"})
+#: torch factories whose values are exact in every dtype and on every device (a move or a cast after
+#: them gives the same tensor as building it there): SFL403's fix builds them on the device
+EXACT_FACTORIES = frozenset({"zeros", "ones", "eye"})
+#: factories exact on every device when their arguments are integers (``arange(n)``), but not after a cast
+INTEGER_RANGE_FACTORIES = frozenset({"arange"})
+#: factory keywords SFL403's fix keeps as they are (others, ``out=``, ``requires_grad=``, ``pin_memory=``,
+#: ``layout=``, decline: the tensor built on the device would differ)
+KEPT_FACTORY_KEYWORDS = frozenset({"dtype"})

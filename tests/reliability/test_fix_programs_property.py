@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import textwrap
 
 import pytest
 from hypothesis import HealthCheck, given, settings

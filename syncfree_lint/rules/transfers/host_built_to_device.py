@@ -5,6 +5,8 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.edits import FixPlan
+from syncfree_lint.fixes import factory_device
 from syncfree_lint.rules.base import Rule, receiver
 from syncfree_lint.rules.transfers._common import device_target
 
@@ -85,8 +87,15 @@ for x, y in loader:
 ```
 
 ## Fix safety
-No automatic fix.
+Safe, for a torch factory moved as it is built: `torch.zeros(n, 3).to(x.device)` becomes
+`torch.zeros(n, 3, device=x.device)` (`.cuda()`: `device="cuda"`), only where the device-built
+tensor is the same bit for bit: `zeros`/`ones`/`eye` (a `dtype` of the move goes along),
+`arange` with integer arguments and no cast, no factory keyword but `dtype=`, and a target
+proven a device (`x.device`, a string, `torch.device(...)`): `fixes/factory_device.py`. Other
+host-built tensors (arithmetic on factories, `from_numpy`, random factories) have no fix: their
+values may differ on the device, or they need hoisting out of the step.
 """
+    fix_title = "build it on the device: `device=` in the factory, no host copy"
 
     def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if device_target(node, ctx) is None:
@@ -97,7 +106,9 @@ No automatic fix.
         if isinstance(moved, cst.Subscript):
             return  # `inputs[step].to(dev)`: a batch taken from data prepared once (SFL402's domain)
         if ctx.kind(moved) == tensors.HOST_TENSOR:
-            ctx.report(self, node, method=node.func.attr.value)  # type: ignore[attr-defined]
+            fix = FixPlan(self.fix_title, "safe", factory_device.builder(
+                node, ctx.current_scope(), ctx.qualname, ctx.state(self).setdefault("scopes", {})))
+            ctx.report(self, node, fix=fix, method=node.func.attr.value)  # type: ignore[attr-defined]
 
 
 def _held_by_object(expr: cst.BaseExpression) -> bool:
