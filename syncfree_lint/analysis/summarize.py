@@ -142,26 +142,28 @@ def _fix(finding: Finding, finder: PositionFinder, newline: str) -> Tuple[Option
     if isinstance(parts, Declined):
         return None, parts.reason
     if isinstance(parts, Suggested):
-        return Fix(parts.title, "display", tuple(_edit_for(p, finder, newline) for p in parts.parts)), parts.reason
+        return Fix(parts.title, "display", tuple(e for p in parts.parts for e in _edits_for(p, finder, newline))), \
+            parts.reason
     if not parts:
         return None, None
-    edits = tuple(_edit_for(part, finder, newline) for part in parts)
+    edits = tuple(edit for part in parts for edit in _edits_for(part, finder, newline))
     return Fix(plan.title, plan.applicability, edits), None
 
 
-def _edit_for(part: Any, finder: PositionFinder, newline: str) -> Edit:
+def _edits_for(part: Any, finder: PositionFinder, newline: str) -> Tuple[Edit, ...]:
     """Text edits at exact positions (libcst's own), never found by searching the text."""
     if isinstance(part, Replace):
         line, col, end_line, end_col = finder.exact(part.node)
-        return Edit((line, col - 1), (end_line, end_col - 1), part.text)
-    if isinstance(part, Guard):
-        line, col, _, _ = finder.exact(part.statement)
+        return (Edit((line, col - 1), (end_line, end_col - 1), part.text),)
+    if isinstance(part, Guard):  # the statement's lines, continuation lines too, one level deeper
+        line, col, end_line, _ = finder.exact(part.statement)
         text = finder.line_text(line)
         indent = text[: len(text) - len(text.lstrip(" \t"))]
         step = "\t" if "\t" in indent else "    "
         header = f"if {part.test}:{newline}{indent}" if part.test else ""
-        return Edit((line, col - 1), (line, col - 1), header + step)
+        return (Edit((line, col - 1), (line, col - 1), header + step),) + tuple(
+            Edit((n, 0), (n, 0), step) for n in range(line + 1, end_line + 1) if finder.line_text(n).strip())
     line, _, end_line, end_col = finder.exact(part.statement)
     text = finder.line_text(line)
     indent = text[: len(text) - len(text.lstrip(" \t"))]  # the new line sits in the same block
-    return Edit((end_line, end_col - 1), (end_line, end_col - 1), newline + indent + part.text)
+    return (Edit((end_line, end_col - 1), (end_line, end_col - 1), newline + indent + part.text),)

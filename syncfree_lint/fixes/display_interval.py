@@ -2,7 +2,7 @@
 
 Offered where the proof declines a fix because the ``.item()`` sits in a statement that only
 shows values (``print``, a logger, a progress bar, a writer or tracker: ``knowledge/sinks.py``),
-on one line, directly in the body of a step loop that counts its steps with ``enumerate``; or in
+directly in the body of a step loop that counts its steps with ``enumerate``; or in
 a dict built only to be shown by the lines right after it (``logs = {"loss": loss.item()}``,
 ``progress_bar.set_postfix(**logs)``, ``accelerator.log(logs, step=step)``), which then go under
 the guard together:
@@ -62,7 +62,15 @@ def _one_statement(line: cst.CSTNode) -> Optional[cst.CSTNode]:
 
 
 def _multi_line(statement: cst.CSTNode) -> bool:
-    return "\n" in code(statement).strip()
+    """A statement the guard cannot move one level deeper: one with a string spanning lines (its
+    continuation lines are the string's text). Other continuation lines are indented with it."""
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.SimpleString, cst.FormattedString)) and "\n" in code(node):
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _shown_dict(statement: cst.CSTNode, rest: Sequence[cst.CSTNode], scope: cst.CSTNode) -> List[cst.CSTNode]:

@@ -1,6 +1,6 @@
 """SFL101's display-only suggestion (fixes/display_interval.py): a value shown every step is
-shown every 100 steps instead. Offered only for statements that only show values, on one line,
-in a step loop counted with `enumerate`; never applied by --fix. The suggested programs run."""
+shown every 100 steps instead. Offered only for statements that only show values (no string
+spanning lines), in a step loop counted with `enumerate`; never applied by --fix. The suggested programs run."""
 from __future__ import annotations
 
 import contextlib
@@ -67,6 +67,7 @@ def run(text: str) -> str:
 
 OFFERED = {
     "print": ("print(f'step {step} loss {loss.item():.4f}')\n", 1),
+    "print over several lines": ("print(\n    f'step {step}',\n    loss.item(),\n)\n", 1),
     "logger-like progress bar": ("bar.set_postfix(loss=loss.item())\n", 1),
     "dict shown by the lines after it": ("logs = {'loss': loss.detach().item(), 'step': step}\n"
                                          "bar.set_postfix(**logs)\n"
@@ -100,7 +101,7 @@ DECLINED = {
     "kept as a value": ("msg = f'{loss.item():.4f}'\nprint(msg)\n", ENUMERATED, ""),
     "dict used after the loop": ("logs = {'loss': loss.item()}\nbar.set_postfix(**logs)\n", ENUMERATED,
                                  "    print(logs)\n"),
-    "shown over several lines": ("print(\n    loss.item(),\n)\n", ENUMERATED, ""),
+    "a string over several lines": ('print("""loss\n%s""" % loss.item())\n', ENUMERATED, ""),
     "not directly in the loop": ("if loss.requires_grad:\n    print(loss.item())\n", ENUMERATED, ""),
 }
 

@@ -131,8 +131,8 @@ holds its own step loop and is itself called once per step, complex-valued tenso
 modules importing a module-level accumulator.
 
 Where no fix is proven and the `.item()` only feeds what the step shows (`print`, a logger, a
-progress bar, a writer or tracker; or a dict shown by the lines right after it), on one line in a
-step loop counted with `enumerate`, a display-only suggestion puts it under
+progress bar, a writer or tracker; or a dict shown by the lines right after it), directly in a
+step loop counted with `enumerate` (no string spanning lines), a display-only suggestion puts it under
 `if step % 100 == 0:`. It changes what the program shows (fewer lines), so `--fix` never applies
 it; `--show-fixes` lists it, `--diff --suggestions` prints it, editors offer it as a code action.
 """
