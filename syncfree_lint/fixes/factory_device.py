@@ -22,7 +22,13 @@ import libcst as cst
 from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes.scalar_tensor import python_number
 from syncfree_lint.fixes.scope_index import ScopeIndex
-from syncfree_lint.knowledge.dtypes import EXACT_FACTORIES, INTEGER_RANGE_FACTORIES, KEPT_FACTORY_KEYWORDS
+from syncfree_lint.knowledge.dtypes import (
+    EXACT_FACTORIES,
+    HOST_DATA_CONSTRUCTORS,
+    INTEGER_RANGE_FACTORIES,
+    KEPT_FACTORY_KEYWORDS,
+    RANDOM_FACTORIES,
+)
 
 QualName = Callable[[cst.BaseExpression], Optional[str]]
 _EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
@@ -47,9 +53,14 @@ def decide(move: cst.Call, index: ScopeIndex, qualname: QualName) -> Union[List[
     if not isinstance(factory, cst.Call) or qual is None or not qual.startswith("torch.") or qual.count(".") != 1:
         return Declined("the moved tensor is not a torch factory call (`torch.zeros(...)`) spelt through the module")
     name = qual.split(".")[1]
+    if name in HOST_DATA_CONSTRUCTORS:
+        return Declined(f"`torch.{name}` copies host data: built with `device=` it would still copy (build it once, "
+                        f"outside the step)")
+    if name in RANDOM_FACTORIES:
+        return Declined(f"`torch.{name}` draws from the device's generator there: other values than the host's")
     if name not in EXACT_FACTORIES | INTEGER_RANGE_FACTORIES:
-        return Declined(f"`torch.{name}` may give other values on the device (only zeros, ones, eye and integer "
-                        f"arange are built there)")
+        return Declined(f"`torch.{name}` is not proven to give the same values on the device (only zeros, ones, eye "
+                        f"and integer arange are built there)")
     keywords = {a.keyword.value for a in factory.args if a.keyword is not None}
     if keywords - KEPT_FACTORY_KEYWORDS or any(a.star for a in factory.args):
         return Declined(f"the factory takes `{sorted(keywords - KEPT_FACTORY_KEYWORDS or {'*'})[0]}=`, which the "

@@ -48,3 +48,9 @@ INTEGER_RANGE_FACTORIES = frozenset({"arange"})
 #: factory keywords SFL403's fix keeps as they are (others, ``out=``, ``requires_grad=``, ``pin_memory=``,
 #: ``layout=``, decline: the tensor built on the device would differ)
 KEPT_FACTORY_KEYWORDS = frozenset({"dtype"})
+#: torch constructors that copy host data (a list, an array): built with ``device=`` they still copy it
+HOST_DATA_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "DoubleTensor",
+                                    "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "BoolTensor"})
+#: torch factories whose values come from a random generator: the device's generator draws others
+RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+                              "normal", "bernoulli", "multinomial", "poisson"})

@@ -375,6 +375,20 @@ def test_keeping_methods_store_the_object_itself() -> None:
         assert stored is value, method
 
 
+def test_factory_tables_name_torch_functions() -> None:
+    """SFL403's fix tables: each name is a torch function; the exact ones are exact on the host."""
+    torch = pytest.importorskip("torch")
+    from syncfree_lint.knowledge import dtypes
+
+    for name in (dtypes.EXACT_FACTORIES | dtypes.INTEGER_RANGE_FACTORIES | dtypes.HOST_DATA_CONSTRUCTORS
+                 | dtypes.RANDOM_FACTORIES):
+        assert callable(getattr(torch, name)), name
+    assert not (dtypes.EXACT_FACTORIES | dtypes.INTEGER_RANGE_FACTORIES) & (dtypes.HOST_DATA_CONSTRUCTORS | dtypes.RANDOM_FACTORIES)
+    for name in dtypes.EXACT_FACTORIES:
+        for dtype in (torch.float16, torch.bfloat16, torch.int8, torch.bool):
+            assert torch.equal(getattr(torch, name)(3).to(dtype), getattr(torch, name)(3, dtype=dtype)), (name, dtype)
+
+
 # ---------------------------------------------------------------- metric API the switch keeps
 @pytest.mark.parametrize("name", sorted(__import__("syncfree_lint.knowledge.metric_api", fromlist=["x"]).SHARED_METRIC_API))
 def test_shared_metric_api_exists_in_both_packages(name: str) -> None:
