@@ -7,6 +7,7 @@ is reached on an unguarded path, marked guarded when only guarded paths reach it
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Sequence, Tuple
 
@@ -52,28 +53,126 @@ FunctionIndex = Dict[str, List[Tuple[str, str]]]
 
 
 def function_index(all_facts: Sequence[FileFacts]) -> FunctionIndex:
-    """Every function of the run by the dotted names it may be imported under."""
-    index: FunctionIndex = {}
-    for facts in all_facts:
-        prefixes = namespace_prefixes(facts.root)
-        for dotted_name, function_id in facts.functions.items():
-            index.setdefault(dotted_name, []).append((facts.root, function_id))
-            for prefix in prefixes:  # ``from util.misc import f`` where util/ has no __init__.py
-                index.setdefault(f"{prefix}.{dotted_name}", []).append((facts.root, function_id))
-    return index
+    """Every function of the run by the dotted names it may be imported under.
+
+    A run asks for it once per round of kind learning and once to resolve; between those only the
+    files walked again change, so the last index is kept and updated for them (``_IndexMemo``)."""
+    with _MEMO_LOCK:
+        return _MEMO.index_for(all_facts)
+
+
+def _entries(facts: FileFacts) -> List[Tuple[str, Tuple[str, str]]]:
+    """(dotted name, (root, function id)) for each name a function of ``facts`` may be imported under."""
+    prefixes = namespace_prefixes(facts.root)
+    out = []
+    for dotted_name, function_id in facts.functions.items():
+        value = (facts.root, function_id)
+        out.append((dotted_name, value))
+        out.extend((f"{prefix}.{dotted_name}", value) for prefix in prefixes)  # util/ without __init__.py
+    return out
+
+
+class _IndexMemo:
+    """The last index built, with the facts (by path) it was built from; a later call with mostly the
+    same facts objects removes the entries of the files that changed and adds their new ones. It
+    holds the facts it was built from, so an ``is`` test cannot be fooled by a reused id."""
+
+    def __init__(self) -> None:
+        self.index: FunctionIndex = {}
+        self.version = 0  # changes whenever the index's content may have changed
+        self.built_from: Dict[str, Tuple[FileFacts, List[Tuple[str, Tuple[str, str]]]]] = {}
+
+    def index_for(self, all_facts: Sequence[FileFacts]) -> FunctionIndex:
+        paths = [facts.path for facts in all_facts]
+        if len(set(paths)) != len(paths) or set(paths) != set(self.built_from):
+            self.index, self.built_from = {}, {}
+            self.version += 1
+            for facts in all_facts:
+                self._add(facts)
+            return self.index
+        for facts in all_facts:
+            old, entries = self.built_from[facts.path]
+            if old is facts:
+                continue
+            if _entries(facts) != entries:
+                self.version += 1
+            for key, value in entries:
+                bucket = self.index[key]
+                bucket.remove(value)
+                if not bucket:
+                    del self.index[key]
+            self._add(facts)
+        return self.index
+
+    def _add(self, facts: FileFacts) -> None:
+        entries = _entries(facts)
+        for key, value in entries:
+            self.index.setdefault(key, []).append(value)
+        self.built_from[facts.path] = (facts, entries)
+
+
+_MEMO = _IndexMemo()
+_MEMO_LOCK = threading.RLock()
 
 
 def build_graph(all_facts: Sequence[FileFacts], index: FunctionIndex) -> CallGraph:
-    """The run's call graph, imported calls resolved against ``index``."""
-    graph = CallGraph()
-    for facts in all_facts:
-        for edge in facts.edges:
-            if not edge.imported:
-                graph.add(edge.source, edge.target, edge.guarded, edge.hops)
-            else:
-                for target in lookup(index, edge.target, edge.importer_root):
-                    graph.add(edge.source, target, edge.guarded, edge.hops)
-    return graph
+    """The run's call graph, imported calls resolved against ``index``; like the index, kept between
+    the rounds of a run and updated for the files that changed (``_GraphMemo``)."""
+    with _MEMO_LOCK:
+        return _GRAPH_MEMO.graph_for(all_facts, index)
+
+
+def _edges_of(facts: FileFacts, index: FunctionIndex) -> List[Tuple[str, Tuple[str, bool, Tuple[Hop, ...]]]]:
+    out = []
+    for edge in facts.edges:
+        if not edge.imported:
+            out.append((edge.source, (edge.target, edge.guarded, edge.hops)))
+        else:
+            out.extend((edge.source, (target, edge.guarded, edge.hops))
+                       for target in lookup(index, edge.target, edge.importer_root))
+    return out
+
+
+class _GraphMemo:
+    """The last graph, the index version it resolved imports against, and each file's edges. While
+    the index keeps its content (no file's functions changed), a later call replaces the edges of
+    the files whose facts changed; else it builds the graph again."""
+
+    def __init__(self) -> None:
+        self.graph = CallGraph()
+        self.version = -1
+        self.built_from: Dict[str, Tuple[FileFacts, List[Tuple[str, Tuple[str, bool, Tuple[Hop, ...]]]]]] = {}
+
+    def graph_for(self, all_facts: Sequence[FileFacts], index: FunctionIndex) -> CallGraph:
+        paths = {facts.path for facts in all_facts}
+        if index is not _MEMO.index or _MEMO.version != self.version or paths != set(self.built_from) \
+                or len(paths) != len(all_facts):
+            self.graph, self.built_from, self.version = CallGraph(), {}, _MEMO.version
+            for facts in all_facts:
+                self._add(facts, index)
+            if index is not _MEMO.index:
+                self.version = -1  # built against another index: never reused
+            return self.graph
+        for facts in all_facts:
+            old, edges = self.built_from[facts.path]
+            if old is facts:
+                continue
+            for source, edge in edges:
+                bucket = self.graph.edges[source]
+                bucket.remove(edge)
+                if not bucket:
+                    del self.graph.edges[source]
+            self._add(facts, index)
+        return self.graph
+
+    def _add(self, facts: FileFacts, index: FunctionIndex) -> None:
+        edges = _edges_of(facts, index)
+        for source, edge in edges:
+            self.graph.edges.setdefault(source, []).append(edge)
+        self.built_from[facts.path] = (facts, edges)
+
+
+_GRAPH_MEMO = _GraphMemo()
 
 
 def resolve(all_facts: Sequence[FileFacts]) -> List[Diagnostic]:
