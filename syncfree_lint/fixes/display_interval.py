@@ -2,7 +2,8 @@
 
 Offered where the proof declines a fix because the ``.item()`` sits in a statement that only
 shows values (``print``, a logger, a progress bar, a writer or tracker: ``knowledge/sinks.py``),
-directly in the body of a step loop that counts its steps with ``enumerate``; or in
+directly in the body of a step loop that counts its steps (``enumerate``, or a local int the loop
+adds 1 to, ``global_step += 1``); or in
 a dict built only to be shown by the lines right after it (``logs = {"loss": loss.item()}``,
 ``progress_bar.set_postfix(**logs)``, ``accelerator.log(logs, step=step)``), which then go under
 the guard together:
@@ -25,17 +26,17 @@ import libcst as cst
 
 from syncfree_lint.edits import Guard, code
 from syncfree_lint.fixes.host_read_proof import ItemSite
-from syncfree_lint.fixes.scope_index import ScopeIndex
+from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.sinks import DISPLAY_FUNCTIONS, DISPLAY_METHODS, SUGGESTED_INTERVAL
 
 
 def suggest(site: ItemSite) -> Optional[Tuple[str, List[Guard]]]:
     """(title, the guard to add) for ``site``, or None where the shape is not one of those above."""
     loops = site.placement.loops
-    if not loops or not loops[-1].is_step or not isinstance(loops[-1].node, cst.For):
+    if not loops or not loops[-1].is_step or not isinstance(loops[-1].node, (cst.For, cst.While)):
         return None
     loop = loops[-1].node
-    counter = _enumerate_counter(loop)
+    counter = (_enumerate_counter(loop) if isinstance(loop, cst.For) else None) or _step_counter(loop, site.scope)
     if counter is None or not isinstance(loop.body, cst.IndentedBlock):
         return None
     lines: List[cst.CSTNode] = list(loop.body.body)
@@ -116,6 +117,38 @@ def _only_displays(statement: Optional[cst.CSTNode]) -> bool:
     if isinstance(func, cst.Name):
         return func.value in DISPLAY_FUNCTIONS
     return isinstance(func, cst.Attribute) and func.attr.value in DISPLAY_METHODS
+
+
+def _step_counter(loop: cst.BaseCompoundStatement, scope: cst.CSTNode) -> Optional[str]:
+    """A local int the loop counts with, ``global_step += 1`` in its body (not in a nested loop or
+    function): every binding of the name in the function is an int literal or ``+=`` of one."""
+    stack: List[cst.CSTNode] = list(loop.body.children)
+    found: List[str] = []
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign) \
+                and isinstance(node.target, cst.Name) and isinstance(node.value, cst.Integer):
+            found.append(node.target.value)
+        stack.extend(node.children)
+    index = ScopeIndex(scope)
+    for name in found:
+        if name in index.params:
+            continue
+        bindings = [index.stores.get(id(node)) for node, nested in index.occurrences(name)
+                    if not nested and id(node) in index.stores]
+        others = [node for node, _ in index.occurrences(name) if isinstance(index.parent.get(id(node)), BINDERS)]
+        if bindings and not others and all(_int_binding(b) for b in bindings):
+            return name
+    return None
+
+
+def _int_binding(statement: Optional[cst.CSTNode]) -> bool:
+    if isinstance(statement, cst.Assign):
+        return len(statement.targets) == 1 and isinstance(statement.value, cst.Integer)
+    return isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign) \
+        and isinstance(statement.value, cst.Integer)
 
 
 def _enumerate_counter(loop: cst.For) -> Optional[str]:

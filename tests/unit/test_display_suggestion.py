@@ -110,3 +110,18 @@ DECLINED = {
 def test_not_offered(name):
     body, loop, after = DECLINED[name]
     assert not suggestions(program(body, loop, after))
+
+
+def test_a_loop_counted_by_a_local_int():
+    """`seen += 1` in a loop without `enumerate`: the guard uses that counter."""
+    text = program("seen += 1\nprint(f'seen {seen} loss {loss.item():.4f}')\n", "seen = 0\n    for x, y in loader")
+    [found] = suggestions(text)
+    assert "`if seen % 100 == 0:`" in found.fix.title
+    suggested = fix_text("train.py", text, lambda p, t: lint_text(p, t, Config()),
+                         lambda d: d.fix is not None and d.fix.applies(True, suggestions=True)).fixed
+    assert run(suggested).splitlines() == [line for line in run(text).splitlines() if line.startswith("seen 100 ")]
+
+
+def test_not_offered_for_a_counter_bound_otherwise():
+    text = program("seen += 1\nseen = len(y)\nprint(loss.item())\n", "seen = 0\n    for x, y in loader")
+    assert not suggestions(text)

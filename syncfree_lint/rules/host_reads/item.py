@@ -132,8 +132,8 @@ modules importing a module-level accumulator.
 
 Where no fix is proven and the `.item()` only feeds what the step shows (`print`, a logger, a
 progress bar, a writer or tracker; or a dict shown by the lines right after it), directly in a
-step loop counted with `enumerate` (no string spanning lines), a display-only suggestion puts it under
-`if step % 100 == 0:`. It changes what the program shows (fewer lines), so `--fix` never applies
+step loop with a counter (`enumerate`, or a local int it adds 1 to) and no string spanning lines, a
+display-only suggestion puts it under `if step % 100 == 0:`. It changes what the program shows (fewer lines), so `--fix` never applies
 it; `--show-fixes` lists it, `--diff --suggestions` prints it, editors offer it as a code action.
 """
 
