@@ -20,7 +20,7 @@ suggestion's title asks the reader to choose it.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -30,13 +30,17 @@ from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.sinks import DISPLAY_FUNCTIONS, DISPLAY_METHODS, SUGGESTED_INTERVAL
 
 
-def suggest(site: ItemSite) -> Optional[Tuple[str, List[Guard]]]:
-    """(title, the guard to add) for ``site``, or None where the shape is not one of those above."""
+def suggest(site: ItemSite, cache: Dict[int, ScopeIndex]) -> Optional[Tuple[str, List[Guard]]]:
+    """(title, the guard to add) for ``site``, or None where the shape is not one of those above;
+    ``cache``: the scope indexes the rule's other fixes share."""
+    index = cache.get(id(site.scope))
+    if index is None:
+        index = cache[id(site.scope)] = ScopeIndex(site.scope)
     loops = site.placement.loops
     if not loops or not loops[-1].is_step or not isinstance(loops[-1].node, (cst.For, cst.While)):
         return None
     loop = loops[-1].node
-    counter = (_enumerate_counter(loop) if isinstance(loop, cst.For) else None) or _step_counter(loop, site.scope)
+    counter = (_enumerate_counter(loop) if isinstance(loop, cst.For) else None) or _step_counter(loop, index)
     if counter is None or not isinstance(loop.body, cst.IndentedBlock):
         return None
     lines: List[cst.CSTNode] = list(loop.body.body)
@@ -47,7 +51,7 @@ def suggest(site: ItemSite) -> Optional[Tuple[str, List[Guard]]]:
     if _only_displays(site.statement):
         block = [lines[first]]
     else:
-        block = _shown_dict(site.statement, lines[first + 1:], site.scope)
+        block = _shown_dict(site.statement, lines[first + 1:], index)
         if not block:
             return None
         block = [lines[first]] + block
@@ -74,7 +78,7 @@ def _multi_line(statement: cst.CSTNode) -> bool:
     return False
 
 
-def _shown_dict(statement: cst.CSTNode, rest: Sequence[cst.CSTNode], scope: cst.CSTNode) -> List[cst.CSTNode]:
+def _shown_dict(statement: cst.CSTNode, rest: Sequence[cst.CSTNode], index: ScopeIndex) -> List[cst.CSTNode]:
     """The lines right after ``name = {...}`` that show ``name``, when nothing else in the function
     uses it; else []."""
     if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
@@ -90,7 +94,7 @@ def _shown_dict(statement: cst.CSTNode, rest: Sequence[cst.CSTNode], scope: cst.
     if not shown:
         return []
     inside = {id(n) for line in shown for n in _names(line, name)} | {id(statement.targets[0].target)}
-    uses = ScopeIndex(scope).occurrences(name)
+    uses = index.occurrences(name)
     return shown if all(id(node) in inside for node, _ in uses) else []
 
 
@@ -119,7 +123,7 @@ def _only_displays(statement: Optional[cst.CSTNode]) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value in DISPLAY_METHODS
 
 
-def _step_counter(loop: cst.BaseCompoundStatement, scope: cst.CSTNode) -> Optional[str]:
+def _step_counter(loop: cst.BaseCompoundStatement, index: ScopeIndex) -> Optional[str]:
     """A local int the loop counts with, ``global_step += 1`` in its body (not in a nested loop or
     function): every binding of the name in the function is an int literal or ``+=`` of one."""
     stack: List[cst.CSTNode] = list(loop.body.children)
@@ -132,7 +136,6 @@ def _step_counter(loop: cst.BaseCompoundStatement, scope: cst.CSTNode) -> Option
                 and isinstance(node.target, cst.Name) and isinstance(node.value, cst.Integer):
             found.append(node.target.value)
         stack.extend(node.children)
-    index = ScopeIndex(scope)
     for name in found:
         if name in index.params:
             continue

@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Union
 import libcst as cst
 
 from syncfree_lint.edits import Declined, Replace, code
-from syncfree_lint.fixes.scalar_tensor import python_number
+from syncfree_lint.fixes.scalar_tensor import host_number
 from syncfree_lint.fixes.scope_index import ScopeIndex
 from syncfree_lint.knowledge.dtypes import (
     EXACT_FACTORIES,
@@ -67,7 +67,7 @@ def decide(move: cst.Call, index: ScopeIndex, qualname: QualName) -> Union[List[
                         f"device-built tensor would not keep the same")
     if name in INTEGER_RANGE_FACTORIES:
         positional = [a.value for a in factory.args if a.keyword is None]
-        if not positional or not all(_integer(a, index) for a in positional):
+        if not positional or not all(host_number(a, index) == "int" for a in positional):
             return Declined("`arange` arguments not proven integers: float steps may round differently on the device")
     target = _target(move)
     if isinstance(target, Declined):
@@ -111,11 +111,3 @@ def _is_device(expr: cst.BaseExpression) -> bool:
         return True
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "device" \
         and isinstance(expr.func.value, cst.Name) and expr.func.value.value == "torch"
-
-
-def _integer(expr: cst.BaseExpression, index: ScopeIndex) -> bool:
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        return expr.func.attr.value in ("size", "numel") and all(isinstance(a.value, cst.Integer) for a in expr.args)
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
-        return True
-    return python_number(expr, index, set()) == "int"

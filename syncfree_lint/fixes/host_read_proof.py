@@ -26,7 +26,7 @@ import libcst as cst
 from syncfree_lint.analysis.device import named_accelerators
 from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes.number_kind import count_is_int64, is_count, is_float
-from syncfree_lint.fixes.scalar_tensor import python_number
+from syncfree_lint.fixes.scalar_tensor import host_number
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.dtypes import MAY_ALIAS
 from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS
@@ -39,7 +39,6 @@ QualName = Callable[[cst.BaseExpression], Optional[str]]
 
 #: calls that format, print or log a number the same whether it is a float or ``float(t)``
 _FORMATTERS = frozenset({"print", "str", "repr", "format", "round", "abs"})
-_LOG_METHODS = DISPLAY_METHODS  # a float and ``float(t)`` are shown alike by these
 _FLOAT_SPEC_TYPES = "eEfFgG%"
 
 
@@ -144,19 +143,8 @@ def _weighted(value: cst.BaseExpression, call: cst.Call, index: ScopeIndex) -> b
     if not (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply)):
         return False
     if value.left is call:
-        return _host_number(value.right, index)
-    return value.right is call and _host_number(value.left, index)
-
-
-def _host_number(expr: cst.BaseExpression, index: ScopeIndex) -> bool:
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        method, args = expr.func.attr.value, expr.args
-        return (method == "size" and len(args) == 1 and isinstance(args[0].value, cst.Integer)) or \
-            (method == "numel" and not args)
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
-        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
-            and isinstance(expr.slice[0].slice.value, cst.Integer)
-    return isinstance(python_number(expr, index, set()), str)
+        return host_number(value.right, index) is not None
+    return value.right is call and host_number(value.left, index) is not None
 
 
 @lru_cache(maxsize=8)
@@ -232,7 +220,7 @@ def _log_call(call: cst.Call, qualname: QualName) -> bool:
     if isinstance(func, cst.Name):
         return func.value == "print"
     if isinstance(func, cst.Attribute):
-        return func.attr.value in _LOG_METHODS
+        return func.attr.value in DISPLAY_METHODS  # a float and ``float(t)`` are shown alike
     return False
 
 

@@ -27,7 +27,7 @@ def parts(site: proof.ItemSite, places: Dict[int, "proof.Placement"], qualname: 
     decided = decide(site, places, qualname, source, cache)
     if decided.edits is not None:
         return decided.edits
-    suggestion = display_interval.suggest(site)
+    suggestion = display_interval.suggest(site, cache)
     if suggestion is None:
         return Declined(decided.reason)
     title, guards = suggestion

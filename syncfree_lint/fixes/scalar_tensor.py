@@ -11,7 +11,7 @@ of a local name (literals, ``len``/``int``/``float``/``bool``/one-argument ``rou
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Set, Union
+from typing import Callable, Dict, List, Optional, Set, Union
 
 import libcst as cst
 
@@ -79,6 +79,22 @@ def python_number(expr: cst.BaseExpression, index: ScopeIndex, seen: Set[str]) -
     if isinstance(expr, cst.Name):
         return _name_number(expr.value, index, seen)
     return Declined("the data is not a Python number literal or a local name bound only to numbers of one type")
+
+
+def host_number(expr: cst.BaseExpression, index: ScopeIndex) -> Optional[str]:
+    """``python_number``, plus the tensor sizes that are Python ints (``x.size(0)``, ``x.numel()``,
+    ``x.shape[0]``); None when not proven."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        method, args = expr.func.attr.value, expr.args
+        sized = (method == "size" and len(args) == 1 and isinstance(args[0].value, cst.Integer)) or \
+            (method == "numel" and not args)
+        return "int" if sized else None
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        one = len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+            and isinstance(expr.slice[0].slice.value, cst.Integer)
+        return "int" if one else None
+    number = python_number(expr, index, set())
+    return number if isinstance(number, str) else None
 
 
 def _shadowed(name: str, index: ScopeIndex) -> bool:
