@@ -13,6 +13,11 @@ Three variants of the same step (forward, cross-entropy, backward, SGD step), ti
 
 ms/step = wall time of ``--steps`` steps (after ``--warmup``) closed by one
 ``torch.cuda.synchronize()``; overhead is relative to ``none``.  torchvision is needed.
+
+``--count-syncs N`` also counts each variant's host syncs over N steps, two ways: the sync
+guard (``syncfree.guard``, record mode: sync debug mode charged to source lines) and the torch
+profiler's CUDA runtime calls whose name holds ``Synchronize``.  ``--train VARIANT`` only trains
+that variant for ``--steps`` steps, untimed: the script ``python -m syncfree.trace`` runs.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ def main(argv=None) -> int:
     parser.add_argument("--amp", action="store_true", help="bfloat16 autocast")
     parser.add_argument("--channels-last", action="store_true", help="channels_last memory")
     parser.add_argument("--repeats", type=int, default=1, help="rounds over the variants (1)")
+    parser.add_argument("--count-syncs", type=int, default=0, metavar="N", help="count syncs over N steps (0: no)")
+    parser.add_argument("--train", choices=("none", "torchmetrics", "syncfree"), help="train one variant, untimed")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args(argv)
 
@@ -126,6 +133,12 @@ def main(argv=None) -> int:
         return run
 
     variants = {"none": make_none, "torchmetrics": make_torchmetrics, "syncfree": make_syncfree}
+    if args.train:
+        run = variants[args.train]()
+        for i in range(args.steps):
+            run(i)
+        torch.cuda.synchronize()
+        return 0
 
     def timed(run) -> float:
         for i in range(args.warmup):
@@ -160,11 +173,40 @@ def main(argv=None) -> int:
     for name, ms in best.items():
         over = "" if name == "none" else f"{(ms / base - 1) * 100:+.1f}%"
         lines.append(f"{name:<14}{ms:>10.2f}{over:>12}")
+    if args.count_syncs:
+        lines += ["", f"host syncs over {args.count_syncs} steps (one metrics read in them), per step",
+                  f"{'variant':<14}{'guard':>10}{'profiler':>10}  profiler calls"]
+        for name, make in variants.items():
+            guard_n, calls = count_syncs(make(), args.count_syncs, torch)
+            prof_n = sum(calls.values())
+            lines.append(f"{name:<14}{guard_n / args.count_syncs:>10.2f}{prof_n / args.count_syncs:>10.2f}  "
+                         + ", ".join(f"{k} {v}" for k, v in sorted(calls.items())))
     print("\n".join(lines))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
     return 0
+
+
+def count_syncs(run, steps: int, torch) -> tuple[int, dict]:
+    """Syncs of ``steps`` calls of ``run``: the guard's events, and the profiler's sync calls by name."""
+    from syncfree.guard import no_host_sync
+
+    for i in range(5):
+        run(i)
+    torch.cuda.synchronize()
+    with no_host_sync(mode="record") as recorder:
+        for i in range(steps):
+            run(i)
+    torch.cuda.synchronize()
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for i in range(steps):
+            run(i)
+        torch.cuda.synchronize()
+    calls = {e.key: e.count for e in prof.key_averages() if "Synchronize" in e.key}
+    calls["cudaDeviceSynchronize"] = calls.get("cudaDeviceSynchronize", 1) - 1  # the closing one
+    return len(recorder.events), {k: v for k, v in calls.items() if v}
 
 
 if __name__ == "__main__":
