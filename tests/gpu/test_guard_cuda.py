@@ -1,4 +1,4 @@
-"""syncfree.guard on CUDA: sync debug mode + CUDA trace hooks."""
+"""syncfree.guard on CUDA: sync debug mode + wrapped explicit synchronizations."""
 
 import re
 import warnings
@@ -100,3 +100,19 @@ def test_cpu_tensors_do_not_count(x):
         c.sum().item()
         print(c)
     assert g.events == []
+
+
+def test_after_a_guard_torch_errors_stay_what_they_are(x):
+    """The guard leaves nothing active behind: torch's own "error" mode still raises its
+    RuntimeError (with torch's CUDA trace hooks active, a tensor freed while that error unwinds
+    turned it into SystemError), and torch.cuda.synchronize is torch's again."""
+    original = torch.cuda.synchronize
+    with no_host_sync(mode="error"):
+        assert torch.cuda.synchronize is not original
+    assert torch.cuda.synchronize is original
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with pytest.raises(RuntimeError, match="synchronizing CUDA operation"):
+            (x * 2).sum().item()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")

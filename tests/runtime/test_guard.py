@@ -217,7 +217,9 @@ def test_more_data_dependent_ops(dev):
         torch.repeat_interleave(i, i, output_size=5)
         torch.repeat_interleave(x, 2)
         x[mask] = 0.0  # s:index_put
-        torch.equal(x, x)  # s:equal
+        torch.equal(x, x + 0)  # s:equal
+        torch.equal(x, x)  # the same view: CUDA answers True without reading the data
+        torch.equal(x, x[:2])  # sizes differ: False without reading
         torch.allclose(x, x)  # s:allclose
         torch.unique_consecutive(i)  # s:unique_consecutive
         x.nonzero()  # s:nonzero_method

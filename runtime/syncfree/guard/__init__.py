@@ -11,8 +11,9 @@ Usage::
 
 Two back ends (``backend.Backend``), chosen from ``device`` (default: CUDA when available):
 
-* **CUDA** (``cuda``): ``torch.cuda.set_sync_debug_mode("warn")`` (``"error"`` in error mode)
-  with the warnings it emits captured, plus the CUDA trace hooks.
+* **CUDA** (``cuda``): ``torch.cuda.set_sync_debug_mode("warn")`` with the warnings it emits
+  captured (the error mode raises from them), plus wrappers of ``torch.cuda.synchronize()``,
+  ``Stream.synchronize()`` and ``Event.synchronize()``, which that mode does not report.
 * **Stand-in** (``standin``, CPU-only machines): the device ``torch.device("cpu", 0)`` plays the
   accelerator; tensors created on or moved to it are tagged (``tags``), torch modes propagate
   the tag and record the ops that would synchronize on a real accelerator (``standin_modes``,
@@ -29,7 +30,7 @@ import sys
 import types
 
 from . import host_sync_guard as _guard_module
-from .cuda import CUDA_BACKEND, trace_callback
+from .cuda import explicit_sync
 from .events import (
     MODES,
     HostSyncError,
@@ -71,9 +72,9 @@ def no_host_sync(mode: str = "record", device=None, *, cuda_trace: bool = True) 
     return HostSyncGuard(mode, device, cuda_trace=cuda_trace)
 
 
-# Names that existing tests reach into: the trace installer they replace without a GPU, the
+# Names that existing tests reach into: the explicit-sync wrapper they drive without a GPU, the
 # library folders they extend, and the helpers they compare against.
-_on_trace = trace_callback
+_explicit_sync = explicit_sync
 _group_tensors_by_device_and_dtype = group_tensors_by_device_and_dtype
 _is_library = LIBRARIES.is_library
 
@@ -92,9 +93,3 @@ class _GuardModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _GuardModule
 
-
-def _install_trace() -> None:
-    CUDA_BACKEND.install_hooks()
-
-
-CUDA_BACKEND.trace_installer = lambda: _install_trace()  # resolved at call time

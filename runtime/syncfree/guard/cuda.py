@@ -1,9 +1,10 @@
-"""The CUDA back end: torch's sync debug mode (its warnings captured) plus the CUDA trace hooks
-(device, stream and event synchronization), which also see ``torch.cuda.synchronize()`` and
-``Event.synchronize()``."""
+"""The CUDA back end: torch's sync debug mode (its warnings captured) plus wrappers of the explicit
+synchronizations it does not report (``torch.cuda.synchronize()``, ``Stream.synchronize()``,
+``Event.synchronize()``), in place while a CUDA guard is active."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
 from typing import Any, Callable
@@ -41,35 +42,59 @@ def _showwarning_hook_factory(previous):
     return showwarning
 
 
-def trace_callback(source: str, kind: str, op: str) -> Callable[..., None]:
-    """A CUDA trace hook that records ``kind``/``op`` into the innermost CUDA guard."""
+def explicit_sync(original: Callable[..., Any], kind: str, op: str) -> Callable[..., Any]:
+    """``original`` (an explicit synchronization, which the sync debug mode does not report) wrapped
+    to record ``kind``/``op`` into the innermost CUDA guard first; the error mode raises before the
+    wait."""
 
-    def callback(*_args):
-        if not ACTIVE:
-            return
-        rec = ACTIVE.innermost("cuda")
+    @functools.wraps(original)
+    def synchronize(*args: Any, **kwargs: Any) -> Any:
+        rec = ACTIVE.innermost("cuda") if ACTIVE else None
         if rec is not None:
-            rec._record(kind, op, "CUDA trace hook", source=source)
+            rec._record(kind, op, "explicit synchronization", source="explicit")
+        return original(*args, **kwargs)
 
-    return callback
+    return synchronize
 
 
-def install_trace_hooks() -> None:
-    """Register the CUDA trace hooks (torch cannot remove them again; they are cheap when idle)."""
-    from torch.cuda import _gpu_trace
+#: (owner, attribute, kind, op): the explicit synchronizations wrapped while a CUDA guard is active
+EXPLICIT_SYNCS = (
+    ("torch.cuda", "synchronize", "synchronize", "torch.cuda.synchronize"),
+    ("torch.cuda.Stream", "synchronize", "synchronize", "Stream.synchronize"),
+    ("torch.cuda.Event", "synchronize", "synchronize", "Event.synchronize"),
+)
 
-    torch._C._activate_gpu_trace()
-    _gpu_trace.register_callback_for_device_synchronization(
-        trace_callback("device-trace", "synchronize", "torch.cuda.synchronize")
-    )
-    # .item(), blocking copies and Stream.synchronize() synchronize a stream; the sync debug
-    # mode warns about those too, and that warning is merged into this event.
-    _gpu_trace.register_callback_for_stream_synchronization(
-        trace_callback("stream-trace", "sync", "cudaStreamSynchronize")
-    )
-    _gpu_trace.register_callback_for_event_synchronization(
-        trace_callback("event-trace", "synchronize", "Event.synchronize")
-    )
+
+def _owner(dotted: str) -> Any:
+    obj: Any = torch
+    for part in dotted.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+class ExplicitSyncPatches:
+    """Puts the wrappers of :data:`EXPLICIT_SYNCS` in place and takes them out again.
+
+    torch's own CUDA trace hooks would see these too, but they cannot be removed once activated,
+    and a hook that runs while a Python exception is pending (a CUDA tensor freed as an exception
+    unwinds) turns that exception into ``SystemError`` (seen on an H100 with torch 2.11)."""
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def install(self) -> None:
+        if self._saved:
+            return
+        for dotted, attr, kind, op in EXPLICIT_SYNCS:
+            owner = _owner(dotted)
+            original = owner.__dict__.get(attr, getattr(owner, attr))
+            self._saved.append((owner, attr, original))
+            setattr(owner, attr, explicit_sync(original, kind, op))
+
+    def remove(self) -> None:
+        while self._saved:
+            owner, attr, original = self._saved.pop()
+            setattr(owner, attr, original)
 
 
 class CudaBackend(Backend):
@@ -81,21 +106,13 @@ class CudaBackend(Backend):
         self._lock = threading.RLock()
         self._depth = 0
         self._warn_ctx: Any = None
-        self._trace_installed = False
-        #: installs the trace hooks; replaceable (tests without a GPU)
-        self.trace_installer: Callable[[], None] = self.install_hooks
-
-    def install_hooks(self) -> None:
-        """Install the CUDA trace hooks once per process."""
-        with self._lock:
-            if not self._trace_installed:
-                install_trace_hooks()
-                self._trace_installed = True
+        self.patches = ExplicitSyncPatches()
 
     def enter(self, guard: Any) -> None:
         with self._lock:
             guard._prev_debug_mode = torch.cuda.get_sync_debug_mode()
-            torch.cuda.set_sync_debug_mode("error" if guard.mode == "error" else "warn")
+            # "warn" in every guard mode: the error mode raises from the warning, once the op returned
+            torch.cuda.set_sync_debug_mode("warn")
             if self._depth == 0:
                 ctx = warnings.catch_warnings()
                 ctx.__enter__()
@@ -104,7 +121,7 @@ class CudaBackend(Backend):
                 self._warn_ctx = ctx
             self._depth += 1
             if guard.cuda_trace:
-                self.trace_installer()
+                self.patches.install()
 
     def exit(self, guard: Any, exc: BaseException | None, tb: Any) -> None:
         with self._lock:
@@ -112,6 +129,8 @@ class CudaBackend(Backend):
                 torch.cuda.set_sync_debug_mode(guard._prev_debug_mode)
                 guard._prev_debug_mode = None
             self._depth -= 1
+            if self._depth == 0:
+                self.patches.remove()
             if self._depth == 0 and self._warn_ctx is not None:
                 ctx, self._warn_ctx = self._warn_ctx, None
                 ctx.__exit__(None, None, None)
@@ -127,9 +146,6 @@ class CudaBackend(Backend):
             )
             guard.events.append(ev)
             raise HostSyncError(error_message(ev), [ev]) from exc
-        if exc is None and guard._pending_error is not None:
-            ev, guard._pending_error = guard._pending_error, None
-            raise HostSyncError(error_message(ev), [ev])
 
 
 CUDA_BACKEND = CudaBackend()

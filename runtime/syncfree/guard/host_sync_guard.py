@@ -16,7 +16,6 @@ from .frames import user_frame
 from .standin import STAND_IN_BACKEND
 from .tags import STAND_IN
 
-_HOOK_SOURCES = ("stream-trace", "device-trace", "event-trace")
 
 
 def accelerator_device() -> torch.device:
@@ -50,16 +49,16 @@ class HostSyncGuard:
 
     ``mode``: ``"record"`` collects :class:`SyncEvent` objects in :attr:`events`; ``"warn"`` also
     issues a :class:`SyncWarning` per event; ``"error"`` raises :class:`HostSyncError` at the event
-    (on CUDA, syncs seen only by the trace hooks, such as ``torch.cuda.synchronize()``, are raised
-    when the block exits, because the hooks cannot interrupt the call).
+    (on CUDA: an op that synced raises once it returned; ``torch.cuda.synchronize()`` before it waits).
 
     ``device``: ``None`` picks CUDA when available, else the CPU stand-in; ``"cuda"``/``"cuda:N"``
     or ``"cpu"``/``"cpu:0"`` force a back end.
 
-    ``cuda_trace``: install the CUDA trace hooks (``torch.cuda.synchronize()``, stream and event
-    synchronization).  Note: torch cannot switch its GPU trace off again, so once a CUDA guard
-    with hooks has been entered, every CUDA event/allocation of the process calls a (cheap,
-    empty when no guard is active) Python callback.  Pass ``cuda_trace=False`` to avoid that.
+    ``cuda_trace``: also report the explicit synchronizations (``torch.cuda.synchronize()``,
+    ``Stream.synchronize()``, ``Event.synchronize()``), wrapped while the guard is active and
+    restored after; a name bound before the guard (``from torch.cuda import synchronize``) is not
+    seen.  torch's own CUDA trace hooks are not used: they cannot be switched off again, and while
+    one runs with a Python exception pending, that exception becomes ``SystemError``.
 
     Nested guards: an event goes to the innermost active guard of the same back end.
     """
@@ -74,11 +73,7 @@ class HostSyncGuard:
         self.events: list[SyncEvent] = []
         self._active = False
         self._last_child = None  # dedupe: the library frame the last event came through
-        self._last_frame = None
-        self._last_lasti = -1
-        self._last_source: str | None = None
         self._prev_debug_mode = None
-        self._pending_error: SyncEvent | None = None
         self._usage_at_enter = (0, 0)
 
     # ---- context manager
@@ -93,7 +88,7 @@ class HostSyncGuard:
     def __exit__(self, exc_type, exc, tb):
         ACTIVE.remove(self)
         self._active = False
-        self._last_child = self._last_frame = None
+        self._last_child = None
         self.backend.exit(self, exc, tb)
         return False
 
@@ -138,18 +133,7 @@ class HostSyncGuard:
         frame, child = user_frame(sys._getframe(1))
         if child is not None and child is self._last_child:
             return  # one more sync inside the same user-level call
-        lasti = frame.f_lasti if frame is not None else -1
-        if (
-            source == "cuda-warning"
-            and self._last_source == "stream-trace"
-            and frame is self._last_frame
-            and lasti == self._last_lasti
-        ):
-            # the debug-mode warning of the stream synchronization just reported by the hooks
-            self._last_source = source
-            return
-        self._last_child, self._last_frame = child, frame
-        self._last_lasti, self._last_source = lasti, source
+        self._last_child = child
         if frame is not None:
             filename, lineno = frame.f_code.co_filename, frame.f_lineno
         else:
@@ -159,8 +143,4 @@ class HostSyncGuard:
         if self.mode == "warn":
             warnings.warn_explicit(error_message(ev), SyncWarning, filename, lineno or 1)
         elif self.mode == "error":
-            if source in _HOOK_SOURCES:
-                if self._pending_error is None:
-                    self._pending_error = ev
-            else:
-                raise HostSyncError(error_message(ev), [ev])
+            raise HostSyncError(error_message(ev), [ev])

@@ -65,6 +65,19 @@ def _histc(func, args, kwargs, tagged):
     return None
 
 
+def _equal(func, args, kwargs, tagged):
+    """``torch.equal`` reads its answer on the host, except where CUDA decides from the metadata:
+    different sizes, no elements, or the same view of the same memory (then it is True at once)."""
+    a, b = (args + (None, None))[:2]
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return _item(func, args, kwargs, tagged)
+    if a.shape != b.shape or a.numel() == 0:
+        return None
+    same_view = (a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+                 and a.storage_offset() == b.storage_offset() and a.stride() == b.stride() and a.dtype == b.dtype)
+    return None if same_view else _item(func, args, kwargs, tagged)
+
+
 def _to_copy(func, args, kwargs, tagged):
     src = args[0] if args else None
     if not isinstance(src, torch.Tensor) or kwargs.get("non_blocking", False):
@@ -98,7 +111,7 @@ _BY_NAME = {
     "_local_scalar_dense": _item,
     "item": _item,
     "is_nonzero": _item,
-    "equal": _item,
+    "equal": _equal,
     "allclose": _item,
     "_linalg_check_errors": _item,
     "histc": _histc,

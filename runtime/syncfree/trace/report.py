@@ -74,7 +74,7 @@ def _code(file: str, line: int, width: int = 60) -> str:
 
 
 MODE_TEXT = {
-    "cuda": "CUDA (sync debug mode + CUDA trace hooks)",
+    "cuda": "CUDA (sync debug mode + explicit synchronize calls)",
     "stand-in": "stand-in: no CUDA here, so 'cuda' ran on the CPU stand-in device cpu:0 "
     "(syncs are the ones a GPU run would make; no wait is measured)",
 }
