@@ -94,6 +94,10 @@ def _pairs(num_classes: int):
          {"num_classes": C, "thresholds": 100}, "multiclass"),
         ("MulticlassAvgPrecision (100 thr)", syncfree.MulticlassAveragePrecision, tmc.MulticlassAveragePrecision,
          {"num_classes": C, "thresholds": 100}, "multiclass"),
+        ("MulticlassROC (100 thr)", syncfree.MulticlassROC, tmc.MulticlassROC,
+         {"num_classes": C, "thresholds": 100}, "multiclass"),
+        ("MulticlassPRCurve (100 thr)", syncfree.MulticlassPrecisionRecallCurve, tmc.MulticlassPrecisionRecallCurve,
+         {"num_classes": C, "thresholds": 100}, "multiclass"),
         # ---- exact curves (thresholds=None: a sample buffer here, growing lists in torchmetrics) ----
         ("BinaryAUROC (exact)", syncfree.BinaryAUROC, tmc.BinaryAUROC, {"thresholds": None}, "binary"),
         ("MulticlassAUROC (exact)", syncfree.MulticlassAUROC, tmc.MulticlassAUROC,

@@ -65,7 +65,11 @@ _SUBMODULE_OF = {
     "MulticlassAUROC": "multiclass_curves",
     "AUROC": "curve_tasks",
     "AveragePrecision": "curve_tasks",
+    "ROC": "curve_tasks",
+    "PrecisionRecallCurve": "curve_tasks",
     "MulticlassAveragePrecision": "multiclass_curves",
+    "MulticlassROC": "multiclass_curves",
+    "MulticlassPrecisionRecallCurve": "multiclass_curves",
     # regression
     "MeanSquaredError": "regression",
     "MeanAbsoluteError": "regression",

@@ -207,3 +207,55 @@ class MulticlassAveragePrecision(_BinnedMulticlass):
         recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
         scores = -torch.sum((recall[:, 1:] - recall[:, :-1]) * precision[:, :-1], -1)
         return _reduce(scores, self.average, support)
+
+
+class _MulticlassCurve(_BinnedMulticlass):
+    """A per-class binned curve: ``thresholds=`` required (the exact curve's length is known only by
+    reading the data), ``average=None`` (torchmetrics' default; its ``"micro"``/``"macro"`` curves
+    are not offered)."""
+
+    higher_is_better = None  # a curve, not a score
+
+    def __init__(self, num_classes: Optional[int], thresholds: Thresholds, average: Optional[str],
+                 ignore_index: Optional[int], validate_args: bool, kwargs: Any) -> None:
+        owner = type(self).__name__
+        if thresholds is None:
+            _thresholds(owner, thresholds)  # raises: says what to pass
+        if average not in (None, "none"):
+            raise ValueError(f"{owner}: average={average!r} curves are not supported by syncfree; use average=None "
+                             "(one curve per class), or MulticlassAUROC/MulticlassAveragePrecision for averaged areas")
+        super().__init__(num_classes, None, thresholds, ignore_index, validate_args, kwargs, None)
+
+
+class MulticlassROC(_MulticlassCurve):
+    """(fpr, tpr, thresholds): ``(C, T)`` one-vs-rest rates per class, thresholds ``(T,)`` decreasing
+    (as torchmetrics' binned curve)."""
+
+    def __init__(self, num_classes: Optional[int] = None, thresholds: Thresholds = None,
+                 average: Optional[str] = None, ignore_index: Optional[int] = None, validate_args: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs)
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        tps, fps, tns, fns, _ = self._stats(states)
+        tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
+        fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
+        return fpr, tpr, self.thresholds.flip(0)
+
+
+class MulticlassPrecisionRecallCurve(_MulticlassCurve):
+    """(precision, recall, thresholds): ``(C, T + 1)`` per class (precision ends with 1, recall with 0),
+    thresholds ``(T,)`` as given."""
+
+    def __init__(self, num_classes: Optional[int] = None, thresholds: Thresholds = None,
+                 average: Optional[str] = None, ignore_index: Optional[int] = None, validate_args: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs)
+
+    def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        tps, fps, _, fns, _ = self._stats(states)
+        precision = _safe_div(tps, tps + fps, math.nan)
+        recall = _safe_div(tps, tps + fns, math.nan)
+        precision = torch.cat([precision, torch.ones_like(precision[:, :1])], -1)
+        recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
+        return precision, recall, self.thresholds.clone()

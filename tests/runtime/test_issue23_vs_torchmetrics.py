@@ -1,6 +1,7 @@
 """Issue 23 additions equal torchmetrics itself on seeded random batches of uneven sizes (an empty
-one among them): the multilabel confusion matrix, binned multiclass AUROC and average precision,
-``higher_is_better``, ``update_called`` and ``MetricCollection.clone``."""
+one among them): the multilabel confusion matrix, binned multiclass AUROC, average precision, ROC
+and precision-recall curves and their task wrappers, ``higher_is_better``, ``update_called`` and
+``MetricCollection.clone``."""
 
 import pytest
 import torch
@@ -162,7 +163,33 @@ def test_binned_multiclass_curves_count_bad_targets_and_need_thresholds():
         syncfree.MulticlassAUROC(3, average="micro", thresholds=5)
 
 
-@pytest.mark.parametrize("name", ["AUROC", "AveragePrecision"])
+@pytest.mark.parametrize("name", ["MulticlassROC", "MulticlassPrecisionRecallCurve"])
+@pytest.mark.parametrize("thresholds", [11, [0.9, 0.1, 0.5, 0.3], torch.linspace(0, 1, 50)])
+@pytest.mark.parametrize("kind,ignore_index", [("scores", None), ("scores", -1), ("scores", 2), ("multidim", None),
+                                               ("prob", None)])
+def test_binned_multiclass_roc_and_pr_curves(name, thresholds, kind, ignore_index):
+    """(C, T) rates per class (PR: (C, T + 1)) and the thresholds, as torchmetrics' binned curves."""
+    kwargs = {"num_classes": C, "thresholds": thresholds, "ignore_index": ignore_index}
+    ours, ref = getattr(syncfree, name)(**kwargs), getattr(tmc, name)(**kwargs)
+    for seed in SEEDS:
+        batches = _mc_prob_batches(seed) if kind == "prob" else _mc_batches(seed, kind, ignore_index)
+        _close(*_run(ours, ref, batches, forward=seed == 1))  # shapes too
+        ours.reset()
+        ref.reset()
+
+
+def test_multiclass_curves_need_thresholds_and_per_class_curves():
+    with pytest.raises(TypeError, match="thresholds=None"):
+        syncfree.MulticlassROC(3)
+    with pytest.raises(ValueError, match="average='macro' curves are not supported"):
+        syncfree.MulticlassPrecisionRecallCurve(3, thresholds=5, average="macro")
+    m = syncfree.MulticlassROC(3, thresholds=5)
+    m.update(torch.rand(4, 3), torch.tensor([0, 1, 3, -2]))
+    with pytest.raises(ValueError, match=r"MulticlassROC: 2 target value\(s\) outside"):
+        syncfree.to_host(m)
+
+
+@pytest.mark.parametrize("name", ["AUROC", "AveragePrecision", "ROC", "PrecisionRecallCurve"])
 @pytest.mark.parametrize("task", ["binary", "multiclass"])
 def test_curve_task_wrappers(name, task):
     kwargs = {"task": task, "num_classes": C, "thresholds": 25, "ignore_index": -1}
