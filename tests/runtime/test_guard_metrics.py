@@ -112,6 +112,9 @@ METRICS = {
     "MulticlassAUROC-weighted": (
         lambda: syncfree.MulticlassAUROC(C, average="weighted", thresholds=11, ignore_index=-1), "multiclass"),
     "MulticlassAveragePrecision": (lambda: syncfree.MulticlassAveragePrecision(C, thresholds=20), "multiclass"),
+    "MulticlassROC-ignore": (lambda: syncfree.MulticlassROC(C, thresholds=11, ignore_index=-1), "multiclass"),
+    "MulticlassPrecisionRecallCurve": (
+        lambda: syncfree.MulticlassPrecisionRecallCurve(C, thresholds=[0.9, 0.1, 0.5]), "multiclass"),
     # thresholds=None: the exact value, from a bounded sample buffer (syncfree.exact_curves)
     "BinaryAUROC-exact": (lambda: syncfree.BinaryAUROC(capacity=100), "binary"),
     "BinaryAveragePrecision-exact-ignore": (lambda: syncfree.BinaryAveragePrecision(ignore_index=0), "binary"),
