@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PER_STEP = 0.9  # syncs per optimizer step at which a line counts as syncing every step
+OPT_IN = frozenset({"SFL402"})  # off by default: blocking batch copies
 
 
 def relative(path: str) -> str:
@@ -99,6 +100,8 @@ def compare(rows: list[dict], found: dict) -> list[str]:
             else:
                 verdict = "not per step"
             totals[(verdict, each)] += 1
+            if verdict == "both" and each and all(code.split("@")[0] in OPT_IN for code in codes):
+                totals["opt-in only"] += 1
             label = f"{path.rsplit('/', 1)[-1]}:{line}"
             out.append(f"  {label:<50}{count:>6}{per_step:>7.2f}  {','.join(codes) or '-':<16}{verdict:<13}"
                        f"{source_line(path, line)}")
@@ -111,6 +114,9 @@ def compare(rows: list[dict], found: dict) -> list[str]:
     out[:0] = [
         f"GPU lines syncing every step: {per_step_lines}; the linter reports {totals[('both', True)]}, "
         f"misses {totals[('MISSED', True)]}",
+        f"  of those reported, {totals['opt-in only']} only by the opt-in {', '.join(sorted(OPT_IN))} (blocking batch "
+        "copies); the default rules report the other "
+        f"{totals[('both', True)] - totals['opt-in only']}",
         f"GPU lines syncing less often: {totals[('both', False)] + totals[('not per step', False)]} "
         f"(the linter reports {totals[('both', False)]} of them)",
         f"findings on lines that never synced on the GPU: {totals[('linter only', True)]}",

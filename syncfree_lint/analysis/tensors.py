@@ -355,9 +355,22 @@ class TensorInference:
         return self._from_args(node, TENSOR)
 
     def _from_args(self, node: cst.Call, default: str) -> str:
-        """A torch function's result lives where its tensor arguments live."""
+        """A torch function's result lives where its tensor arguments live. A sequence literal or a
+        comprehension (``torch.stack([data[i] for i in ix])``) lives where its elements do; host rows
+        drawn from data prepared before make a host batch (:func:`_assembled`)."""
         saw_host = False
         for arg in node.args:
+            elements = _elements(arg.value)
+            if elements is not None:
+                kinds = [self.kind(element) for element in elements]
+                if any(kind in DEVICE_TENSORS for kind in kinds):
+                    return TENSOR
+                if not kinds or not all(kind in _HOST_TENSORS for kind in kinds):
+                    continue  # unknown elements: say nothing
+                if _assembled(arg.value, elements, kinds):
+                    return HOST_BATCH
+                saw_host = True
+                continue
             kind = self.kind(arg.value)
             if kind in DEVICE_TENSORS:
                 return TENSOR
@@ -471,3 +484,23 @@ def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:
     if left == NUMBER and right == NUMBER:
         return NUMBER
     return None
+
+
+def _elements(expr: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The element expressions of a list/tuple literal (no starred ones) or of a comprehension;
+    None for anything else."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        if any(isinstance(element, cst.StarredElement) for element in expr.elements):
+            return None
+        return [element.value for element in expr.elements]
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return [expr.elt]
+    return None
+
+
+def _assembled(sequence: cst.BaseExpression, elements: Sequence[cst.BaseExpression], kinds: Sequence[Optional[str]]) -> bool:
+    """Host tensors that form a batch: items made per index by a comprehension
+    (``[torch.from_numpy(data[i:i + n]) for i in ix]``), or rows (subscripts) and batches listed."""
+    if isinstance(sequence, (cst.ListComp, cst.GeneratorExp)):
+        return True
+    return all(kind == HOST_BATCH or isinstance(element, cst.Subscript) for kind, element in zip(kinds, elements))

@@ -15,8 +15,8 @@ class BlockingBatchTransfer(Rule[cst.Call]):
     code = "SFL402"
     name = "blocking-batch-transfer"
     messages = {
-        "default": "batch moved to the device without `non_blocking=True`: the host waits for the copy; use "
-                   "`pin_memory=True` in the loader and `non_blocking=True`",
+        "default": "batch moved to the device without `non_blocking=True`: the host waits for the copy; copy from "
+                   "pinned memory (`pin_memory=True` in the loader, or `.pin_memory()`) with `non_blocking=True`",
     }
     node_types = (cst.Call,)
     default_enabled = False
@@ -27,6 +27,17 @@ class BlockingBatchTransfer(Rule[cst.Call]):
                 x, y = x.to(device), y.to(device)
                 model(x, y).backward()
         """,
+        """
+        import torch
+        data = torch.randint(0, 50, (10000,))
+        def get_batch(device):
+            ix = torch.randint(len(data) - 8, (4,))
+            return torch.stack([data[i:i + 8] for i in ix]).to(device)
+        def train(model, optimizer, device):
+            for step in range(100):
+                model(get_batch(device)).backward()
+                optimizer.step()
+        """,
     )
     valid = (
         """
@@ -35,16 +46,30 @@ class BlockingBatchTransfer(Rule[cst.Call]):
                 x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
                 model(x, y).backward()
         """,
+        """
+        import torch
+        data = torch.randint(0, 50, (10000,))
+        def get_batch(device):
+            ix = torch.randint(len(data) - 8, (4,))
+            return torch.stack([data[i:i + 8] for i in ix]).pin_memory().to(device, non_blocking=True)
+        def train(model, optimizer, device):
+            for step in range(100):
+                model(get_batch(device)).backward()
+                optimizer.step()
+        """,
     )
     doc = """
 ## What it does
-Flags a batch drawn from a data loader moved with `.to(device)` or `.cuda()` without
-`non_blocking=True`, inside a step. Off by default: it costs less than a device-to-host read,
-and only pays off together with pinned memory.
+Flags a batch moved with `.to(device)` or `.cuda()` without `non_blocking=True`, inside a step:
+one drawn from a data loader, or one assembled on the host from rows of data prepared before
+(`torch.stack([data[i] for i in ix])`, as nanoGPT's `get_batch` does). Off by default: nearly
+every loop copies its batch this way, and the change only pays off together with pinned memory.
 
 ## Why it syncs
-A host-to-device copy from pageable memory blocks the host until the copy is staged. With
-`pin_memory=True` in the loader and `non_blocking=True`, the copy overlaps with compute.
+A blocking host-to-device copy makes the host wait until the copy is done, behind every kernel
+already queued on the stream: on an H100, `torch.cuda.set_sync_debug_mode("warn")` reports each
+such copy as a synchronizing operation (`benchmarks/results/gpu/sync_debug_vs_lint.txt`). From
+pinned memory with `non_blocking=True`, the copy is queued and the host goes on.
 
 ## Example
 ```python
@@ -57,6 +82,9 @@ for x, y in loader:
 loader = DataLoader(dataset, batch_size=64, pin_memory=True)
 for x, y in loader:
     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+
+# a batch assembled on the host
+x = torch.stack([data[i:i + block] for i in ix]).pin_memory().to(device, non_blocking=True)
 ```
 
 ## Fix safety

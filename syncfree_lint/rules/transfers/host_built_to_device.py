@@ -1,6 +1,8 @@
 """SFL403: a tensor built on the host, copied to the device every step."""
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
@@ -61,10 +63,11 @@ class HostBuiltToDevice(Rule[cst.Call]):
 Flags `.to(<accelerator>)` and `.cuda()` inside a step on a tensor that the code built on the
 host: a factory without `device=` (`torch.arange(n)`, `torch.ones(k)`, `torch.Tensor([...])`),
 `torch.from_numpy(...)`, and arithmetic on them (`torch.exp(-k * torch.arange(n)).to(device)`).
-Batches from a data loader or rows of data prepared once (`inputs[step].to(device)`) are not
-flagged here (SFL402, opt-in, covers their copies), nor a
-tensor held by an object (`self.table.to(device)`): it is kept across steps, and once moved,
-`.to()` costs nothing.
+Batches from a data loader, rows of data prepared once (`inputs[step].to(device)`) and batches
+assembled from them (`torch.stack([data[i] for i in ix])`) are not flagged here (SFL402, opt-in,
+covers their copies), nor a tensor held by an object (`self.table.to(device)`): it is kept across
+steps, and once moved, `.to()` costs nothing; nor one stored on the object as it is moved
+(`self.pe = pe.to(device)`): a cache, filled when it misses.
 
 ## Why it syncs
 The tensor is created in pageable host memory and copied to the device every step. A copy from
@@ -105,6 +108,8 @@ values may differ on the device, or they need hoisting out of the step.
             return  # `self.table.to(dev)`: kept across steps, moved once in practice (`.to()` of a moved tensor is free)
         if isinstance(moved, cst.Subscript):
             return  # `inputs[step].to(dev)`: a batch taken from data prepared once (SFL402's domain)
+        if _kept_by_object(node, ctx.current_statement()):
+            return  # `self.pe = pe.to(dev)`: a cache filled when it misses, not each step
         if ctx.kind(moved) == tensors.HOST_TENSOR:
             fix = FixPlan(self.fix_title, "safe", factory_device.builder(
                 node, ctx.current_scope(), ctx.qualname, ctx.state(self).setdefault("scopes", {})))
@@ -117,3 +122,12 @@ def _held_by_object(expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name) and expr.value == "self":
             return True
     return False
+
+
+def _kept_by_object(call: cst.Call, statement: Optional[cst.CSTNode]) -> bool:
+    """``self.<attr> = <call>``: the moved tensor is stored on the object, kept across steps."""
+    assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else statement
+    if not isinstance(assign, cst.Assign) or assign.value is not call:
+        return False
+    return all(isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+               and t.target.value.value == "self" for t in assign.targets)
