@@ -53,7 +53,7 @@ def _reduce(scores: Tensor, average: Optional[str], weights: Tensor) -> Tensor:
 class _BinnedMulticlass(Metric):
     """Per-class, per-threshold one-vs-rest counts (see the module docstring)."""
 
-    higher_is_better = True
+    higher_is_better: Optional[bool] = True
 
     def __init__(self, num_classes: Optional[int], average: Optional[str], thresholds: Thresholds,
                  ignore_index: Optional[int], validate_args: bool, kwargs: Any, capacity: Optional[int]) -> None:
@@ -226,6 +226,11 @@ class _MulticlassCurve(_BinnedMulticlass):
                              "(one curve per class), or MulticlassAUROC/MulticlassAveragePrecision for averaged areas")
         super().__init__(num_classes, None, thresholds, ignore_index, validate_args, kwargs, None)
 
+    def _given_thresholds(self) -> Tensor:
+        thresholds = self.thresholds
+        assert thresholds is not None  # a curve is always binned (checked in __init__)
+        return thresholds
+
 
 class MulticlassROC(_MulticlassCurve):
     """(fpr, tpr, thresholds): ``(C, T)`` one-vs-rest rates per class, thresholds ``(T,)`` decreasing
@@ -240,7 +245,7 @@ class MulticlassROC(_MulticlassCurve):
         tps, fps, tns, fns, _ = self._stats(states)
         tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
         fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
-        return fpr, tpr, self.thresholds.flip(0)
+        return fpr, tpr, self._given_thresholds().flip(0)
 
 
 class MulticlassPrecisionRecallCurve(_MulticlassCurve):
@@ -258,4 +263,4 @@ class MulticlassPrecisionRecallCurve(_MulticlassCurve):
         recall = _safe_div(tps, tps + fns, math.nan)
         precision = torch.cat([precision, torch.ones_like(precision[:, :1])], -1)
         recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
-        return precision, recall, self.thresholds.clone()
+        return precision, recall, self._given_thresholds().clone()

@@ -7,7 +7,7 @@ fields that hold expressions and statements, found once per node class.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -53,3 +53,15 @@ def code_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                     yield child
         elif is_node(kind):
             yield value
+
+
+def sequence_elements(expr: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The element expressions of a list/tuple literal (none starred) or the element of a list
+    comprehension or generator; None for anything else."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        if any(isinstance(element, cst.StarredElement) for element in expr.elements):
+            return None
+        return [element.value for element in expr.elements]
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return [expr.elt]
+    return None

@@ -12,6 +12,7 @@ from typing import Callable, List, Optional, Sequence
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.nodes import sequence_elements
 from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.knowledge.frequency import is_module_name
@@ -360,7 +361,7 @@ class TensorInference:
         drawn from data prepared before make a host batch (:func:`_assembled`)."""
         saw_host = False
         for arg in node.args:
-            elements = _elements(arg.value)
+            elements = sequence_elements(arg.value)
             if elements is not None:
                 kinds = [self.kind(element) for element in elements]
                 if any(kind in DEVICE_TENSORS for kind in kinds):
@@ -483,18 +484,6 @@ def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:
         return NUMPY
     if left == NUMBER and right == NUMBER:
         return NUMBER
-    return None
-
-
-def _elements(expr: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
-    """The element expressions of a list/tuple literal (no starred ones) or of a comprehension;
-    None for anything else."""
-    if isinstance(expr, (cst.List, cst.Tuple)):
-        if any(isinstance(element, cst.StarredElement) for element in expr.elements):
-            return None
-        return [element.value for element in expr.elements]
-    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
-        return [expr.elt]
     return None
 
 
