@@ -70,6 +70,10 @@ _SUBMODULE_OF = {
     "MulticlassAveragePrecision": "multiclass_curves",
     "MulticlassROC": "multiclass_curves",
     "MulticlassPrecisionRecallCurve": "multiclass_curves",
+    "MultilabelAUROC": "multilabel_curves",
+    "MultilabelAveragePrecision": "multilabel_curves",
+    "MultilabelROC": "multilabel_curves",
+    "MultilabelPrecisionRecallCurve": "multilabel_curves",
     # regression
     "MeanSquaredError": "regression",
     "MeanAbsoluteError": "regression",

@@ -3,8 +3,9 @@ or multiclass metric.
 
 As torchmetrics' task wrappers: ``task="binary"`` builds the ``Binary*`` metric of
 :mod:`syncfree.curves`, ``task="multiclass"`` the ``Multiclass*`` one of
-:mod:`syncfree.multiclass_curves`. The curves need ``thresholds=`` (see :mod:`syncfree.curves`);
-``task="multilabel"`` is not supported (``TypeError``).
+:mod:`syncfree.multiclass_curves`, ``task="multilabel"`` the ``Multilabel*`` one of
+:mod:`syncfree.multilabel_curves`. The curves, and every multilabel metric, need ``thresholds=``
+(see :mod:`syncfree.curves`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from syncfree.multiclass_curves import (
     MulticlassPrecisionRecallCurve,
     MulticlassROC,
 )
+from syncfree.multilabel_curves import (
+    MultilabelAUROC,
+    MultilabelAveragePrecision,
+    MultilabelPrecisionRecallCurve,
+    MultilabelROC,
+)
 
 
 class AUROC:
@@ -28,8 +35,11 @@ class AUROC:
     def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "macro", max_fpr: Optional[float] = None,
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("AUROC", task, multilabel=False) == "binary":
+        kind = _task("AUROC", task)
+        if kind == "binary":
             return BinaryAUROC(max_fpr, thresholds, ignore_index, validate_args, **kwargs)
+        if kind == "multilabel":
+            return MultilabelAUROC(num_labels, average, thresholds, ignore_index, validate_args, **kwargs)
         return MulticlassAUROC(num_classes, average, thresholds, ignore_index, validate_args, **kwargs)
 
 
@@ -39,8 +49,11 @@ class AveragePrecision:
     def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, average: Optional[str] = "macro",
                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
-        if _task("AveragePrecision", task, multilabel=False) == "binary":
+        kind = _task("AveragePrecision", task)
+        if kind == "binary":
             return BinaryAveragePrecision(thresholds, ignore_index, validate_args, **kwargs)
+        if kind == "multilabel":
+            return MultilabelAveragePrecision(num_labels, average, thresholds, ignore_index, validate_args, **kwargs)
         return MulticlassAveragePrecision(num_classes, average, thresholds, ignore_index, validate_args, **kwargs)
 
 
@@ -50,8 +63,11 @@ class ROC:
     def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, ignore_index: Optional[int] = None, validate_args: bool = True,
                 **kwargs: Any) -> Metric:
-        if _task("ROC", task, multilabel=False) == "binary":
+        kind = _task("ROC", task)
+        if kind == "binary":
             return BinaryROC(thresholds, ignore_index, validate_args, **kwargs)
+        if kind == "multilabel":
+            return MultilabelROC(num_labels, thresholds, ignore_index, validate_args, **kwargs)
         return MulticlassROC(num_classes, thresholds, None, ignore_index, validate_args, **kwargs)
 
 
@@ -62,6 +78,9 @@ class PrecisionRecallCurve:
     def __new__(cls, task: str, thresholds: Thresholds = None, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
                 num_labels: Optional[int] = None, ignore_index: Optional[int] = None, validate_args: bool = True,
                 **kwargs: Any) -> Metric:
-        if _task("PrecisionRecallCurve", task, multilabel=False) == "binary":
+        kind = _task("PrecisionRecallCurve", task)
+        if kind == "binary":
             return BinaryPrecisionRecallCurve(thresholds, ignore_index, validate_args, **kwargs)
+        if kind == "multilabel":
+            return MultilabelPrecisionRecallCurve(num_labels, thresholds, ignore_index, validate_args, **kwargs)
         return MulticlassPrecisionRecallCurve(num_classes, thresholds, None, ignore_index, validate_args, **kwargs)

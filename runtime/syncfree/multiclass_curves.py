@@ -50,10 +50,43 @@ def _reduce(scores: Tensor, average: Optional[str], weights: Tensor) -> Tensor:
     return (values * _safe_div(w, w.sum().expand_as(w), 0.0)).sum()
 
 
+def binned_auroc(tps: Tensor, fps: Tensor, tns: Tensor, fns: Tensor) -> Tensor:
+    """Area under each row's binned ROC curve (trapezoidal rule); counts ``(K, T)``."""
+    tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
+    fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
+    return torch.trapezoid(tpr, fpr, dim=-1)
+
+
+def binned_average_precision(tps: Tensor, fps: Tensor, fns: Tensor) -> Tensor:
+    """Step-wise area under each row's binned precision-recall curve; counts ``(K, T)``."""
+    precision = torch.nan_to_num(_safe_div(tps, tps + fps, math.nan), nan=0.0)
+    recall = torch.nan_to_num(_safe_div(tps, tps + fns, math.nan), nan=0.0)
+    precision = torch.cat([precision, torch.ones_like(precision[:, :1])], -1)
+    recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
+    return -torch.sum((recall[:, 1:] - recall[:, :-1]) * precision[:, :-1], -1)
+
+
+def binned_roc(tps: Tensor, fps: Tensor, tns: Tensor, fns: Tensor, thresholds: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """(fpr, tpr) ``(K, T)`` and the thresholds, decreasing."""
+    tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
+    fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
+    return fpr, tpr, thresholds.flip(0)
+
+
+def binned_pr_curve(tps: Tensor, fps: Tensor, fns: Tensor, thresholds: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """(precision, recall) ``(K, T + 1)`` (precision ends with 1, recall with 0) and the thresholds."""
+    precision = _safe_div(tps, tps + fps, math.nan)
+    recall = _safe_div(tps, tps + fns, math.nan)
+    precision = torch.cat([precision, torch.ones_like(precision[:, :1])], -1)
+    recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
+    return precision, recall, thresholds.clone()
+
+
 class _BinnedMulticlass(Metric):
     """Per-class, per-threshold one-vs-rest counts (see the module docstring)."""
 
     higher_is_better: Optional[bool] = True
+    _bad_message = _BAD  # what a bad target count says (multilabel: other words)
 
     def __init__(self, num_classes: Optional[int], average: Optional[str], thresholds: Thresholds,
                  ignore_index: Optional[int], validate_args: bool, kwargs: Any, capacity: Optional[int]) -> None:
@@ -74,7 +107,7 @@ class _BinnedMulticlass(Metric):
             exact_curves.add_buffer(self, self.capacity, C + 1)
             self.add_constant("_classes", torch.arange(C, dtype=torch.int64))
             self.add_state("_bad_targets", (), torch.int64)
-            self.add_check("_bad_targets", "error" if validate_args else "warn", _BAD, state=False)
+            self.add_check("_bad_targets", "error" if validate_args else "warn", self._bad_message, state=False)
             return
         thr = _thresholds(owner, thresholds)
         T = thr.numel()
@@ -90,7 +123,7 @@ class _BinnedMulticlass(Metric):
         self._scratch_bin = C * 2 * (T + 1) + 1  # after counts and _bad_targets
         self.add_state_group("_hist", [("counts", (C, 2, T + 1), "sum"), ("_bad_targets", (), "sum")],
                              torch.int64, scratch=1)
-        self.add_check("_bad_targets", "error" if validate_args else "warn", _BAD, state=False)
+        self.add_check("_bad_targets", "error" if validate_args else "warn", self._bad_message, state=False)
 
     def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
         owner = type(self).__name__
@@ -184,9 +217,7 @@ class MulticlassAUROC(_BinnedMulticlass):
         if self.capacity is not None:
             return self._exact(states, exact_curves.auroc)
         tps, fps, tns, fns, support = self._stats(states)
-        tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
-        fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
-        return _reduce(torch.trapezoid(tpr, fpr, dim=-1), self.average, support)
+        return _reduce(binned_auroc(tps, fps, tns, fns), self.average, support)
 
 
 class MulticlassAveragePrecision(_BinnedMulticlass):
@@ -201,12 +232,7 @@ class MulticlassAveragePrecision(_BinnedMulticlass):
         if self.capacity is not None:
             return self._exact(states, exact_curves.average_precision)
         tps, fps, _, fns, support = self._stats(states)
-        precision = torch.nan_to_num(_safe_div(tps, tps + fps, math.nan), nan=0.0)
-        recall = torch.nan_to_num(_safe_div(tps, tps + fns, math.nan), nan=0.0)
-        precision = torch.cat([precision, torch.ones_like(precision[:, :1])], -1)
-        recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
-        scores = -torch.sum((recall[:, 1:] - recall[:, :-1]) * precision[:, :-1], -1)
-        return _reduce(scores, self.average, support)
+        return _reduce(binned_average_precision(tps, fps, fns), self.average, support)
 
 
 class _MulticlassCurve(_BinnedMulticlass):
@@ -243,9 +269,7 @@ class MulticlassROC(_MulticlassCurve):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, tns, fns, _ = self._stats(states)
-        tpr = _safe_div(tps, tps + fns, 0.0).flip(-1)
-        fpr = _safe_div(fps, fps + tns, 0.0).flip(-1)
-        return fpr, tpr, self._given_thresholds().flip(0)
+        return binned_roc(tps, fps, tns, fns, self._given_thresholds())
 
 
 class MulticlassPrecisionRecallCurve(_MulticlassCurve):
@@ -259,8 +283,4 @@ class MulticlassPrecisionRecallCurve(_MulticlassCurve):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, _, fns, _ = self._stats(states)
-        precision = _safe_div(tps, tps + fps, math.nan)
-        recall = _safe_div(tps, tps + fns, math.nan)
-        precision = torch.cat([precision, torch.ones_like(precision[:, :1])], -1)
-        recall = torch.cat([recall, torch.zeros_like(recall[:, :1])], -1)
-        return precision, recall, self._given_thresholds().clone()
+        return binned_pr_curve(tps, fps, fns, self._given_thresholds())

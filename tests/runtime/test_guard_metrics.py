@@ -115,6 +115,12 @@ METRICS = {
     "MulticlassROC-ignore": (lambda: syncfree.MulticlassROC(C, thresholds=11, ignore_index=-1), "multiclass"),
     "MulticlassPrecisionRecallCurve": (
         lambda: syncfree.MulticlassPrecisionRecallCurve(C, thresholds=[0.9, 0.1, 0.5]), "multiclass"),
+    "MultilabelAUROC-micro": (lambda: syncfree.MultilabelAUROC(C, average="micro", thresholds=11), "multilabel"),
+    "MultilabelAveragePrecision-ignore": (
+        lambda: syncfree.MultilabelAveragePrecision(C, thresholds=20, ignore_index=-1), "multilabel"),
+    "MultilabelROC": (lambda: syncfree.MultilabelROC(C, thresholds=11), "multilabel"),
+    "MultilabelPrecisionRecallCurve": (
+        lambda: syncfree.MultilabelPrecisionRecallCurve(C, thresholds=[0.9, 0.1, 0.5]), "multilabel"),
     # thresholds=None: the exact value, from a bounded sample buffer (syncfree.exact_curves)
     "BinaryAUROC-exact": (lambda: syncfree.BinaryAUROC(capacity=100), "binary"),
     "BinaryAveragePrecision-exact-ignore": (lambda: syncfree.BinaryAveragePrecision(ignore_index=0), "binary"),

@@ -189,13 +189,57 @@ def test_multiclass_curves_need_thresholds_and_per_class_curves():
         syncfree.to_host(m)
 
 
+def _ml_score_batches(seed, ignore_index):
+    """(N, L, 3) scores, probabilities or logits by batch, and 0/1 targets, some ignored."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for i, n in enumerate((7, 0, 13, 1, 32)):
+        scores = torch.randn(n, L, 3, generator=g)
+        preds = scores * 3 if i % 2 else torch.sigmoid(scores)
+        target = torch.randint(0, 2, (n, L, 3), generator=g)
+        if ignore_index is not None:
+            target = torch.where(torch.rand(n, L, 3, generator=g) < 0.2, torch.full_like(target, ignore_index), target)
+        out.append((preds, target))
+    return out
+
+
+@pytest.mark.parametrize("name,average", [("MultilabelAUROC", a) for a in ("micro", "macro", "weighted", "none", None)]
+                         + [("MultilabelAveragePrecision", a) for a in ("micro", "macro", "weighted", "none", None)]
+                         + [("MultilabelROC", "-"), ("MultilabelPrecisionRecallCurve", "-")])
+@pytest.mark.parametrize("thresholds", [11, [0.9, 0.1, 0.5, 0.3], torch.linspace(0, 1, 50)])
+@pytest.mark.parametrize("ignore_index", [None, -1, 2])
+def test_binned_multilabel_curves(name, average, thresholds, ignore_index):
+    kwargs = {"num_labels": L, "thresholds": thresholds, "ignore_index": ignore_index}
+    if average != "-":
+        kwargs["average"] = average
+    ours, ref = getattr(syncfree, name)(**kwargs), getattr(tmc, name)(**kwargs)
+    for seed in SEEDS:
+        _close(*_run(ours, ref, _ml_score_batches(seed, ignore_index), forward=seed == 1))
+        ours.reset()
+        ref.reset()
+
+
+def test_multilabel_curves_need_thresholds_and_count_bad_targets():
+    with pytest.raises(TypeError, match="thresholds=None"):
+        syncfree.MultilabelAUROC(3)
+    with pytest.raises(ValueError, match="average must be one of"):
+        syncfree.MultilabelAveragePrecision(3, average="samples", thresholds=5)
+    m = syncfree.MultilabelROC(2, thresholds=5)
+    m.update(torch.rand(3, 2), torch.tensor([[0, 1], [2, 1], [1, -1]]))
+    with pytest.raises(ValueError, match=r"MultilabelROC: 2 target value\(s\) not 0, 1 or ignore_index"):
+        syncfree.to_host(m)
+
+
 @pytest.mark.parametrize("name", ["AUROC", "AveragePrecision", "ROC", "PrecisionRecallCurve"])
-@pytest.mark.parametrize("task", ["binary", "multiclass"])
+@pytest.mark.parametrize("task", ["binary", "multiclass", "multilabel"])
 def test_curve_task_wrappers(name, task):
-    kwargs = {"task": task, "num_classes": C, "thresholds": 25, "ignore_index": -1}
+    kwargs = {"task": task, "num_classes": C, "num_labels": L, "thresholds": 25, "ignore_index": -1}
     ours, ref = getattr(syncfree, name)(**kwargs), getattr(torchmetrics, name)(**kwargs)
     assert type(ours).__name__ == type(ref).__name__
-    batches = _bin_batches(0, "logit", -1) if task == "binary" else _mc_batches(0, "scores", -1)
+    if task == "binary":
+        batches = _bin_batches(0, "logit", -1)
+    elif task == "multiclass":
+        batches = _mc_batches(0, "scores", -1)
+    else:
+        batches = _ml_score_batches(0, -1)
     _close(*_run(ours, ref, batches))
-    with pytest.raises(TypeError, match="multilabel"):
-        getattr(syncfree, name)(task="multilabel", num_labels=3, thresholds=5)
