@@ -104,7 +104,7 @@ class _BinnedMulticlass(Metric):
         self.capacity = exact_curves.check_capacity(owner, capacity, thresholds)
         if self.capacity is not None:  # thresholds=None: the samples, (scores..., target + 1) per row
             self.thresholds = None
-            exact_curves.add_buffer(self, self.capacity, C + 1)
+            exact_curves.add_buffer(self, self.capacity, self._sample_width(C))
             self.add_constant("_classes", torch.arange(C, dtype=torch.int64))
             self.add_state("_bad_targets", (), torch.int64)
             self.add_check("_bad_targets", "error" if validate_args else "warn", self._bad_message, state=False)
@@ -124,6 +124,11 @@ class _BinnedMulticlass(Metric):
         self.add_state_group("_hist", [("counts", (C, 2, T + 1), "sum"), ("_bad_targets", (), "sum")],
                              torch.int64, scratch=1)
         self.add_check("_bad_targets", "error" if validate_args else "warn", self._bad_message, state=False)
+
+    @staticmethod
+    def _sample_width(C: int) -> int:
+        """Columns of one sample in the exact buffer: C scores and the target's code."""
+        return C + 1
 
     def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
         owner = type(self).__name__
@@ -174,7 +179,7 @@ class _BinnedMulticlass(Metric):
             return super().batch_states(*args, **kwargs)
         samples = self.state.view.samples
         rows = min(self.capacity, preds.numel() // self.num_classes)
-        view = exact_curves.batch_view(rows, self.num_classes + 1, samples.dtype, samples.device)
+        view = exact_curves.batch_view(rows, self._sample_width(self.num_classes), samples.dtype, samples.device)
         self._accumulate(view, *args, **kwargs)
         return exact_curves.batch_of(view)
 

@@ -3,9 +3,11 @@ label, at fixed thresholds.
 
 Inputs, as torchmetrics: ``preds`` ``(N, L, ...)`` float scores, ``target`` ``(N, L, ...)`` of 0, 1 or
 ``ignore_index``. Scores outside ``[0, 1]`` (any entry of the batch, decided on the device) are
-logits: sigmoid. NaN scores are never positive. ``thresholds=`` is required here (an int ``n``:
-``linspace(0, 1, n)``; a list of floats; a 1-d tensor); torchmetrics' exact default
-(``thresholds=None``) is refused with a message that says what to pass.
+logits: sigmoid. NaN scores are never positive. ``thresholds=`` (an int ``n``: ``linspace(0, 1, n)``;
+a list of floats; a 1-d tensor) gives torchmetrics' binned value; ``thresholds=None`` (torchmetrics'
+default) the exact AUROC and average precision from a bounded device buffer of samples
+(``capacity=`` samples per rank, each its L scores and L target codes; see
+:mod:`syncfree.exact_curves`). The ROC and precision-recall curves need ``thresholds=``.
 
 State: the layout of :mod:`syncfree.multiclass_curves` with labels for classes: ``counts``
 (L x 2 x (T + 1), int64), for label ``l`` and target 0 / 1, how many scores have ``k`` thresholds
@@ -20,11 +22,13 @@ score is NaN are left out of the averages, as torchmetrics does. The curves retu
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor
 
+from syncfree import exact_curves
 from syncfree.curves import Thresholds, _count_at_most, _thresholds
 from syncfree.multiclass_curves import (
     _INF,
@@ -46,15 +50,21 @@ class _BinnedMultilabel(_BinnedMulticlass):
     _bad_message = _BAD
 
     def __init__(self, num_labels: Optional[int], average: Optional[str], thresholds: Thresholds,
-                 ignore_index: Optional[int], validate_args: bool, kwargs: Any) -> None:
+                 ignore_index: Optional[int], validate_args: bool, kwargs: Any, capacity: Optional[int] = None,
+                 curve: bool = False) -> None:
         owner = type(self).__name__
-        if thresholds is None:
+        if thresholds is None and curve:
             _thresholds(owner, thresholds)  # raises: says what to pass
         if average not in _AVERAGES:
             raise ValueError(f"{owner}: average must be one of {_AVERAGES}, got {average!r}")
-        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, None)
+        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, capacity)
         self.average = average
         self.num_labels = self.num_classes
+
+    @staticmethod
+    def _sample_width(C: int) -> int:
+        """Columns of one sample in the exact buffer: L scores and L target codes (0: ignored or bad)."""
+        return 2 * C
 
     def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
         owner = type(self).__name__
@@ -79,6 +89,11 @@ class _BinnedMultilabel(_BinnedMulticlass):
         else:
             S._bad_targets.add_(torch.count_nonzero(~valid))
         p = torch.where((p.clamp(0, 1) == p).all(), p, p.sigmoid())
+        if self.capacity is not None:  # a row per sample: its scores, then target + 1 where valid, else 0
+            code = torch.where(valid, t + 1, 0).to(S.samples.dtype)
+            keep = torch.ones(p.shape[0], dtype=torch.bool, device=p.device)
+            exact_curves.append(S, torch.cat([p.to(S.samples.dtype), code], 1), keep, self._columns)
+            return
         if p.dtype != self._sorted.dtype:
             p = p.to(self._sorted.dtype)
         p = torch.nan_to_num(p, nan=-_INF, posinf=_INF, neginf=-_INF)
@@ -86,6 +101,19 @@ class _BinnedMultilabel(_BinnedMulticlass):
         index = bucket.add_((t == 1).long(), alpha=self._T + 1).add_(self._class_base)
         index = torch.where(valid, index, self._scratch_bin).reshape(-1)
         S._hist.put_(index, torch.ones_like(index), accumulate=True)
+
+    def _exact(self, states: Mapping[str, Tensor], score: Any) -> Tensor:
+        """``score`` of every label (or of all entries as one curve, micro), averaged; NaN when samples
+        were dropped."""
+        L = self.num_labels
+        samples = states["samples"]
+        scores, codes = samples[:, :L].T, samples[:, L:].T  # (L, rows)
+        positive, used = codes == 2, codes > 0
+        if self.average == "micro":
+            scores, positive, used = scores.reshape(1, -1), positive.reshape(1, -1), used.reshape(1, -1)
+        per_label = score(scores, positive, used).to(samples.dtype)
+        value = self._averaged(per_label, positive.logical_and(used).sum(-1))
+        return exact_curves.flag_overflow(value, states)
 
     def _stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         if self.average == "micro":  # every label's counts summed: one binary curve
@@ -97,27 +125,32 @@ class _BinnedMultilabel(_BinnedMulticlass):
 
 
 class MultilabelAUROC(_BinnedMultilabel):
-    """Area under each label's binned ROC curve (trapezoidal rule), averaged."""
+    """Area under each label's ROC curve (binned: trapezoidal rule; or exact), averaged."""
 
     def __init__(self, num_labels: Optional[int] = None, average: Optional[str] = "macro",
                  thresholds: Thresholds = None, ignore_index: Optional[int] = None, validate_args: bool = True,
-                 **kwargs: Any) -> None:
-        super().__init__(num_labels, average, thresholds, ignore_index, validate_args, kwargs)
+                 capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(num_labels, average, thresholds, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        if self.capacity is not None:
+            return self._exact(states, exact_curves.auroc)
         tps, fps, tns, fns, support = self._stats(states)
         return self._averaged(binned_auroc(tps, fps, tns, fns), support)
 
 
 class MultilabelAveragePrecision(_BinnedMultilabel):
-    """Step-wise area under each label's binned precision-recall curve, averaged."""
+    """Step-wise area under each label's precision-recall curve (binned, or exact), averaged."""
 
     def __init__(self, num_labels: Optional[int] = None, average: Optional[str] = "macro",
                  thresholds: Thresholds = None, ignore_index: Optional[int] = None, validate_args: bool = True,
-                 **kwargs: Any) -> None:
-        super().__init__(num_labels, average, thresholds, ignore_index, validate_args, kwargs)
+                 capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(num_labels, average, thresholds, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
+        if self.capacity is not None:
+            # a label without positives scores 0, as torchmetrics' multilabel (a class: NaN)
+            return self._exact(states, partial(exact_curves.average_precision, no_positives=0.0))
         tps, fps, _, fns, support = self._stats(states)
         return self._averaged(binned_average_precision(tps, fps, fns), support)
 
@@ -129,7 +162,7 @@ class MultilabelROC(_BinnedMultilabel):
 
     def __init__(self, num_labels: Optional[int] = None, thresholds: Thresholds = None,
                  ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> None:
-        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs)
+        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, curve=True)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, tns, fns, _ = self._stats(states)
@@ -144,7 +177,7 @@ class MultilabelPrecisionRecallCurve(_BinnedMultilabel):
 
     def __init__(self, num_labels: Optional[int] = None, thresholds: Thresholds = None,
                  ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> None:
-        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs)
+        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, curve=True)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, _, fns, _ = self._stats(states)

@@ -174,10 +174,17 @@ def test_collection_forward_with_an_exact_member():
     _close(coll.compute()["auroc"], ref.compute())
 
 
+def _multilabel_batches(seed, n_batches=3):
+    g = torch.Generator().manual_seed(100 + seed)
+    return [(torch.randn(n, C, generator=g) * 2, torch.randint(0, 2, (n, C), generator=g))
+            for n in (int(torch.randint(2, 40, (), generator=g)) for _ in range(n_batches))]
+
+
 def _exact_on_ranks(rank, world):
     out = {}
     for name, batches in (("BinaryAUROC", _binary_batches(rank, "ties")),
-                          ("MulticlassAveragePrecision", _multiclass_batches(rank, "logits"))):
+                          ("MulticlassAveragePrecision", _multiclass_batches(rank, "logits")),
+                          ("MultilabelAUROC", _multilabel_batches(rank))):
         m = getattr(syncfree, name)(C, capacity=300) if name.startswith("Multi") else getattr(syncfree, name)(capacity=300)
         for b in batches:
             m.update(*b)
@@ -207,6 +214,11 @@ def test_exact_curves_gather_every_rank_samples():
             for b in _multiclass_batches(rank, "logits"):
                 ref.update(*b)
         want["MulticlassAveragePrecision"] = ref.compute().item()
+        ref = tmc.MultilabelAUROC(C, thresholds=None)
+        for rank in range(world):
+            for b in _multilabel_batches(rank):
+                ref.update(*b)
+        want["MultilabelAUROC"] = ref.compute().item()
     acc = tmc.BinaryAccuracy()
     for rank in range(world):
         for b in _binary_batches(rank, "ties"):

@@ -119,6 +119,8 @@ METRICS = {
     "MultilabelAveragePrecision-ignore": (
         lambda: syncfree.MultilabelAveragePrecision(C, thresholds=20, ignore_index=-1), "multilabel"),
     "MultilabelROC": (lambda: syncfree.MultilabelROC(C, thresholds=11), "multilabel"),
+    "MultilabelAUROC-exact-weighted": (lambda: syncfree.MultilabelAUROC(C, average="weighted", capacity=100),
+                                       "multilabel"),
     "MultilabelPrecisionRecallCurve": (
         lambda: syncfree.MultilabelPrecisionRecallCurve(C, thresholds=[0.9, 0.1, 0.5]), "multilabel"),
     # thresholds=None: the exact value, from a bounded sample buffer (syncfree.exact_curves)

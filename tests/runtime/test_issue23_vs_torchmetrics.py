@@ -219,9 +219,29 @@ def test_binned_multilabel_curves(name, average, thresholds, ignore_index):
         ref.reset()
 
 
+@pytest.mark.parametrize("name", ["MultilabelAUROC", "MultilabelAveragePrecision"])
+@pytest.mark.parametrize("average", ["micro", "macro", "weighted", "none", None])
+@pytest.mark.parametrize("ignore_index", [None, -1])
+def test_exact_multilabel_curves(name, average, ignore_index):
+    """thresholds=None (torchmetrics' default): the exact value, from the sample buffer."""
+    kwargs = {"num_labels": L, "average": average, "ignore_index": ignore_index}
+    ours, ref = getattr(syncfree, name)(**kwargs), getattr(tmc, name)(**kwargs)
+    for seed in SEEDS:
+        _close(*_run(ours, ref, _ml_score_batches(seed, ignore_index), forward=seed == 1))
+        ours.reset()
+        ref.reset()
+
+
+def test_exact_multilabel_overflow_is_reported():
+    m = syncfree.MultilabelAUROC(2, capacity=4)
+    m.update(torch.rand(6, 2), torch.randint(0, 2, (6, 2)))
+    with pytest.raises(ValueError, match="capacity="):
+        syncfree.to_host(m)
+
+
 def test_multilabel_curves_need_thresholds_and_count_bad_targets():
     with pytest.raises(TypeError, match="thresholds=None"):
-        syncfree.MultilabelAUROC(3)
+        syncfree.MultilabelROC(3)
     with pytest.raises(ValueError, match="average must be one of"):
         syncfree.MultilabelAveragePrecision(3, average="samples", thresholds=5)
     m = syncfree.MultilabelROC(2, thresholds=5)
