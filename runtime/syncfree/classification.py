@@ -53,7 +53,7 @@ from syncfree._labels import (
     _Labels,
     _valid_and_bad,
 )
-from syncfree.metric import Metric, host_scalar
+from syncfree.metric import host_scalar
 
 
 def _stats_of(states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
@@ -331,106 +331,3 @@ class MulticlassConfusionMatrix(_ConfusionMatrixBase):
                            validate_args)
 
     _accumulate = _Labels._multiclass_update
-
-
-# ---- task wrappers (torchmetrics' Accuracy(task=...) etc.) ----------------------------------
-def _task(owner: str, task: Any, multilabel: bool = True) -> str:
-    task = getattr(task, "value", task)
-    if task == "multilabel" and not multilabel:
-        raise TypeError(
-            f"{owner}: task='multilabel' is not supported by syncfree for this metric. Keep torchmetrics' "
-            f"Multilabel{owner} for it, or use task='binary' / 'multiclass'."
-        )
-    if task not in ("binary", "multiclass", "multilabel"):
-        raise ValueError(f"{owner}: task must be 'binary', 'multiclass' or 'multilabel', got {task!r}")
-    return task
-
-
-def _multilabel(name: str, *args: Any, **kwargs: Any) -> Metric:
-    """``Multilabel<name>(*args, **kwargs)`` (imported here: multilabel depends on nothing in this module)."""
-    from syncfree import multilabel
-
-    return getattr(multilabel, "Multilabel" + name)(*args, **kwargs)
-
-
-class Accuracy:
-    """``Accuracy(task=...)`` builds a :class:`BinaryAccuracy` or :class:`MulticlassAccuracy`."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
-                validate_args: bool = True, **kwargs: Any) -> Metric:
-        task = _task("Accuracy", task)
-        if task == "multilabel":
-            return _multilabel("Accuracy", num_labels, threshold, average, multidim_average, ignore_index,
-                               validate_args, **kwargs)
-        if task == "binary":
-            return BinaryAccuracy(threshold, multidim_average, ignore_index, validate_args, **kwargs)
-        return MulticlassAccuracy(num_classes, top_k or 1, average, multidim_average, ignore_index,
-                                  validate_args, **kwargs)
-
-
-class Precision:
-    """``Precision(task=...)`` builds a :class:`BinaryPrecision` or :class:`MulticlassPrecision`."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
-                validate_args: bool = True, **kwargs: Any) -> Metric:
-        task = _task("Precision", task)
-        if task == "multilabel":
-            return _multilabel("Precision", num_labels, threshold, average, multidim_average, ignore_index,
-                               validate_args, **kwargs)
-        if task == "binary":
-            return BinaryPrecision(threshold, multidim_average, ignore_index, validate_args, **kwargs)
-        return MulticlassPrecision(num_classes, top_k or 1, average, multidim_average, ignore_index,
-                                   validate_args, **kwargs)
-
-
-class Recall:
-    """``Recall(task=...)`` builds a :class:`BinaryRecall` or :class:`MulticlassRecall`."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
-                validate_args: bool = True, **kwargs: Any) -> Metric:
-        task = _task("Recall", task)
-        if task == "multilabel":
-            return _multilabel("Recall", num_labels, threshold, average, multidim_average, ignore_index,
-                               validate_args, **kwargs)
-        if task == "binary":
-            return BinaryRecall(threshold, multidim_average, ignore_index, validate_args, **kwargs)
-        return MulticlassRecall(num_classes, top_k or 1, average, multidim_average, ignore_index,
-                                validate_args, **kwargs)
-
-
-class F1Score:
-    """``F1Score(task=...)`` builds a :class:`BinaryF1Score` or :class:`MulticlassF1Score`."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
-                validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> Metric:
-        task = _task("F1Score", task)
-        if task == "multilabel":
-            return _multilabel("F1Score", num_labels, threshold, average, multidim_average, ignore_index,
-                               validate_args, zero_division, **kwargs)
-        if task == "binary":
-            return BinaryF1Score(threshold, multidim_average, ignore_index, validate_args, zero_division, **kwargs)
-        return MulticlassF1Score(num_classes, top_k or 1, average, multidim_average, ignore_index,
-                                 validate_args, zero_division, **kwargs)
-
-
-class ConfusionMatrix:
-    """``ConfusionMatrix(task=...)`` builds a binary, multiclass or multilabel confusion matrix."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, normalize: Optional[str] = None,
-                ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
-        task = _task("ConfusionMatrix", task)
-        if task == "multilabel":
-            return _multilabel("ConfusionMatrix", num_labels, threshold, ignore_index, normalize, validate_args,
-                               **kwargs)
-        if task == "binary":
-            return BinaryConfusionMatrix(threshold, ignore_index, normalize, validate_args, **kwargs)
-        return MulticlassConfusionMatrix(num_classes, ignore_index, normalize, validate_args, **kwargs)

@@ -21,9 +21,7 @@ from syncfree.classification import (
     _BinaryStatScores,
     _MulticlassStatScores,
     _stats_of,
-    _task,
 )
-from syncfree.metric import Metric
 
 
 def _check_beta(owner: str, beta: Any) -> float:
@@ -148,78 +146,3 @@ class MulticlassJaccardIndex(MulticlassConfusionMatrix):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         return _scores.jaccard(states["confmat"], self.average, self.ignore_index, self.zero_division, self.dtype)
-
-
-# ---- task wrappers --------------------------------------------------------------------------
-def _multilabel(name: str, num_labels: Optional[int], *args: Any, **kwargs: Any) -> Metric:
-    from syncfree import multilabel
-
-    return getattr(multilabel, "Multilabel" + name)(num_labels, *args, **kwargs)
-
-
-class Specificity:
-    """``Specificity(task=...)`` builds a binary, multiclass or multilabel specificity."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
-                validate_args: bool = True, **kwargs: Any) -> Metric:
-        task = _task("Specificity", task)
-        if task == "binary":
-            return BinarySpecificity(threshold, multidim_average, ignore_index, validate_args, **kwargs)
-        if task == "multiclass":
-            return MulticlassSpecificity(num_classes, top_k or 1, average, multidim_average, ignore_index,
-                                         validate_args, **kwargs)
-        return _multilabel("Specificity", num_labels, threshold, average, multidim_average, ignore_index,
-                           validate_args, **kwargs)
-
-
-class FBetaScore:
-    """``FBetaScore(task=..., beta=...)`` builds a binary, multiclass or multilabel F-beta score."""
-
-    def __new__(cls, task: str, beta: float = 1.0, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
-                validate_args: bool = True, zero_division: float = 0, **kwargs: Any) -> Metric:
-        task = _task("FBetaScore", task)
-        if task == "binary":
-            return BinaryFBetaScore(beta, threshold, multidim_average, ignore_index, validate_args, zero_division,
-                                    **kwargs)
-        if task == "multiclass":
-            return MulticlassFBetaScore(beta, num_classes, top_k or 1, average, multidim_average, ignore_index,
-                                        validate_args, zero_division, **kwargs)
-        from syncfree.multilabel import MultilabelFBetaScore
-
-        return MultilabelFBetaScore(beta, num_labels, threshold, average, multidim_average, ignore_index,
-                                    validate_args, zero_division, **kwargs)
-
-
-class StatScores:
-    """``StatScores(task=...)`` builds binary, multiclass or multilabel stat scores."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: Optional[int] = 1, ignore_index: Optional[int] = None,
-                validate_args: bool = True, **kwargs: Any) -> Metric:
-        task = _task("StatScores", task)
-        if task == "binary":
-            return BinaryStatScores(threshold, multidim_average, ignore_index, validate_args, **kwargs)
-        if task == "multiclass":
-            return MulticlassStatScores(num_classes, top_k or 1, average, multidim_average, ignore_index,
-                                        validate_args, **kwargs)
-        return _multilabel("StatScores", num_labels, threshold, average, multidim_average, ignore_index,
-                           validate_args, **kwargs)
-
-
-class JaccardIndex:
-    """``JaccardIndex(task=...)`` builds a binary, multiclass or multilabel Jaccard index."""
-
-    def __new__(cls, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,  # type: ignore[misc]  # task wrapper: returns the task's metric (not cls), as torchmetrics
-                num_labels: Optional[int] = None, average: Optional[str] = "macro",
-                ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> Metric:
-        task = _task("JaccardIndex", task)
-        if task == "binary":
-            return BinaryJaccardIndex(threshold, ignore_index, validate_args, **kwargs)
-        if task == "multiclass":
-            return MulticlassJaccardIndex(num_classes, average, ignore_index, validate_args, **kwargs)
-        return _multilabel("JaccardIndex", num_labels, threshold, average, ignore_index, validate_args, **kwargs)

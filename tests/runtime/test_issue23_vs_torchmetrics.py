@@ -263,3 +263,34 @@ def test_curve_task_wrappers(name, task):
     else:
         batches = _ml_score_batches(0, -1)
     _close(*_run(ours, ref, batches))
+
+
+WRAPPERS = ["Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "Specificity", "StatScores", "JaccardIndex",
+            "ConfusionMatrix", "AUROC", "AveragePrecision", "ROC", "PrecisionRecallCurve"]
+
+
+@pytest.mark.parametrize("name", WRAPPERS)
+def test_task_wrappers_have_torchmetrics_signature_and_build_the_same_class(name):
+    """One factory (syncfree.tasks) for every wrapper: torchmetrics' parameters, in its order, with its
+    defaults, and the same task class for each task, positional arguments included."""
+    import inspect
+
+    ours = inspect.signature(getattr(syncfree, name))
+    ref = inspect.signature(getattr(torchmetrics, name).__new__)
+    assert [(p.name, p.default) for p in ours.parameters.values()] == [
+        (p.name, p.default) for p in ref.parameters.values() if p.name != "cls"]
+    curve = name in ("AUROC", "AveragePrecision", "ROC", "PrecisionRecallCurve")
+    for task in ("binary", "multiclass", "multilabel"):
+        args = (task, 10) if curve else (task,)  # thresholds=10 positionally
+        kwargs = {"num_classes": 3, "num_labels": 3}
+        built, want = getattr(syncfree, name)(*args, **kwargs), getattr(torchmetrics, name)(*args, **kwargs)
+        assert type(built).__name__ == type(want).__name__, task
+
+
+def test_task_wrapper_errors_say_what_is_wrong():
+    with pytest.raises(ValueError, match="task must be 'binary', 'multiclass' or 'multilabel'"):
+        syncfree.Accuracy(task="multi", num_classes=3)
+    with pytest.raises(TypeError, match="Accuracy: "):
+        syncfree.Accuracy("multiclass", 0.5, 3, None, "micro", "global", 1, None, True, 7)
+    m = syncfree.Accuracy("multiclass", num_classes=3, top_k=None, sync_on_compute=False)
+    assert m.top_k == 1 and m.sync_on_compute is False
