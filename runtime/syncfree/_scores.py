@@ -1,9 +1,10 @@
-"""tp/fp/tn/fn -> score, for every stat-score metric of :mod:`syncfree.scores` and
-:mod:`syncfree.multilabel` (torchmetrics' ``_*_reduce`` functions, written without host syncs)."""
+"""tp/fp/tn/fn -> score, for every stat-score metric: binary and multiclass
+(:mod:`syncfree.classification`, :mod:`syncfree.scores`) and multilabel (:mod:`syncfree.multilabel`);
+torchmetrics' ``_*_reduce`` functions, written without host syncs. F1 is F-beta with beta = 1."""
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import torch
 from torch import Tensor
@@ -12,6 +13,13 @@ from torch import Tensor
 # (torchmetrics passes top_k to the weights of these only).
 AVERAGES = ("micro", "macro", "weighted", "none")
 _TOP_K_WEIGHTS = ("accuracy", "precision", "recall")
+
+
+def check_beta(owner: str, beta: Any) -> float:
+    """``beta`` as a float, or a ``ValueError`` that says what it must be."""
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta > 0:
+        raise ValueError(f"{owner}: beta must be a float larger than 0, got {beta!r}")
+    return float(beta)
 
 
 def div(num: Tensor, den: Tensor, zero: float, dtype: torch.dtype) -> Tensor:
@@ -66,7 +74,7 @@ def reduce(kind: str, s: Mapping[str, Tensor], how: str, *, multilabel: bool = F
         score = div(tp, tp + (fp if kind == "precision" else fn), zero, dtype)
     elif kind == "specificity":
         score = div(tn, tn + fp, 0.0, dtype)
-    elif kind == "fbeta":
+    elif kind in ("fbeta", "f1"):  # F1 is F-beta with beta = 1
         b2 = beta * beta
         score = div((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp, zero, dtype)
     else:

@@ -41,6 +41,7 @@ from typing import Any, Dict, Mapping, Optional
 import torch
 from torch import Tensor
 
+from syncfree import _scores
 from syncfree._labels import (
     _AVERAGES,
     _BAD_LABELS,
@@ -68,47 +69,6 @@ def _stats_of(states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
     return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
 
 
-# ---- stats -> score -----------------------------------------------------------------------
-def _div(num: Tensor, den: Tensor, zero: float, dtype: torch.dtype) -> Tensor:
-    num, den = num.to(dtype), den.to(dtype)
-    return torch.where(den != 0, num / den, torch.full_like(num, zero))
-
-
-def _average(score: Tensor, average: str, tp: Tensor, fp: Tensor, fn: Tensor, top_k: int) -> Tensor:
-    if average == "none":
-        return score
-    if average == "weighted":
-        weights = (tp + fn).to(score.dtype)
-    else:
-        absent = (tp + fp + fn == 0) if top_k == 1 else (tp + fn == 0)
-        weights = torch.where(absent, torch.zeros_like(score), torch.ones_like(score))
-    return _div(weights * score, weights.sum(-1, keepdim=True), 0.0, score.dtype).sum(-1)
-
-
-def _score(kind: str, s: Mapping[str, Tensor], average: str, top_k: int, zero: float, dtype: torch.dtype) -> Tensor:
-    tp, fp, tn, fn = s["tp"], s["fp"], s["tn"], s["fn"]
-    if kind == "accuracy":
-        if average == "binary":
-            return _div(tp + tn, tp + tn + fp + fn, 0.0, dtype)
-        if average == "micro":
-            return _div(tp.sum(), (tp + fn).sum(), 0.0, dtype)
-        return _average(_div(tp, tp + fn, 0.0, dtype), average, tp, fp, fn, top_k)
-    if kind in ("precision", "recall"):
-        other = fp if kind == "precision" else fn
-        if average == "binary":
-            return _div(tp, tp + other, zero, dtype)
-        if average == "micro":
-            return _div(tp.sum(), (tp + other).sum(), zero, dtype)
-        return _average(_div(tp, tp + other, zero, dtype), average, tp, fp, fn, top_k)
-    # f1
-    if average == "micro":
-        tp, fp, fn = tp.sum(), fp.sum(), fn.sum()
-    score = _div(2 * tp, 2 * tp + fn + fp, zero, dtype)
-    if average in ("binary", "micro"):
-        return score
-    return _average(score, average, tp, fp, fn, 1)
-
-
 # ---- bases --------------------------------------------------------------------------------
 class _BinaryStatScores(_Labels):
     _kind = ""
@@ -134,7 +94,7 @@ class _BinaryStatScores(_Labels):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
         stats = {name: value[1] for name, value in _stats_of(states).items()}
-        return _score(self._kind, stats, "binary", 1, self.zero_division, self.dtype)
+        return _scores.reduce(self._kind, stats, "binary", zero=self.zero_division, dtype=self.dtype)
 
 
 class _MulticlassStatScores(_Labels):
@@ -181,7 +141,8 @@ class _MulticlassStatScores(_Labels):
         S._bad_label_count.add_(bad)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        return _score(self._kind, _stats_of(states), self.average, self.top_k, self.zero_division, self.dtype)
+        return _scores.reduce(self._kind, _stats_of(states), self.average, top_k=self.top_k,
+                              zero=self.zero_division, dtype=self.dtype)
 
 
 # ---- public classes -------------------------------------------------------------------------

@@ -131,11 +131,6 @@ class _MultilabelStatScores(Metric):
                               zero=self.zero_division, beta=self.beta, dtype=self.dtype)
 
 
-def _beta(owner: str, beta: Any) -> float:
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta > 0:
-        raise ValueError(f"{owner}: beta must be a float larger than 0, got {beta!r}")
-    return float(beta)
-
 
 class MultilabelAccuracy(_MultilabelStatScores):
     """Per-label accuracy (tp + tn) / all, averaged (micro: over every label and sample)."""
@@ -220,7 +215,7 @@ class MultilabelFBetaScore(_MultilabelStatScores):
                  **kwargs: Any) -> None:
         super().__init__(num_labels, threshold, average, multidim_average, ignore_index, validate_args,
                          zero_division, kwargs)
-        self.beta = _beta(type(self).__name__, beta)
+        self.beta = _scores.check_beta(type(self).__name__, beta)
 
 
 class MultilabelJaccardIndex(_MultilabelStatScores):

@@ -24,11 +24,6 @@ from syncfree.classification import (
 )
 
 
-def _check_beta(owner: str, beta: Any) -> float:
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta > 0:
-        raise ValueError(f"{owner}: beta must be a float larger than 0, got {beta!r}")
-    return float(beta)
-
 
 class _BinaryReduced(_BinaryStatScores):
     beta = 1.0
@@ -66,7 +61,7 @@ class BinaryFBetaScore(_BinaryReduced):
                  ignore_index: Optional[int] = None, validate_args: bool = True, zero_division: float = 0,
                  **kwargs: Any) -> None:
         super().__init__(threshold, multidim_average, ignore_index, validate_args, zero_division, kwargs)
-        self.beta = _check_beta(type(self).__name__, beta)
+        self.beta = _scores.check_beta(type(self).__name__, beta)
 
 
 class BinaryStatScores(_BinaryReduced):
@@ -102,7 +97,7 @@ class MulticlassFBetaScore(_MulticlassReduced):
                  **kwargs: Any) -> None:
         super().__init__(num_classes, top_k, average, multidim_average, ignore_index, validate_args,
                          zero_division, kwargs)
-        self.beta = _check_beta(type(self).__name__, beta)
+        self.beta = _scores.check_beta(type(self).__name__, beta)
 
 
 class MulticlassStatScores(_MulticlassReduced):
