@@ -358,8 +358,9 @@ class TensorInference:
     def _from_args(self, node: cst.Call, default: str) -> str:
         """A torch function's result lives where its tensor arguments live. A sequence literal or a
         comprehension (``torch.stack([data[i] for i in ix])``) lives where its elements do; host rows
-        drawn from data prepared before make a host batch (:func:`_assembled`)."""
-        saw_host = False
+        drawn from data prepared before make a host batch (:func:`_assembled`), as does any function of
+        a host batch (``torch.stack(images)`` of a loader's tuple)."""
+        saw_host = saw_batch = False
         for arg in node.args:
             elements = sequence_elements(arg.value)
             if elements is not None:
@@ -375,9 +376,11 @@ class TensorInference:
             kind = self.kind(arg.value)
             if kind in DEVICE_TENSORS:
                 return TENSOR
+            if kind == HOST_BATCH:
+                saw_batch = True
             if kind in _HOST_TENSORS or kind == NUMPY:
                 saw_host = True
-        return HOST_TENSOR if saw_host else default
+        return HOST_BATCH if saw_batch else HOST_TENSOR if saw_host else default
 
     def _method_call(self, node: cst.Call, func: cst.Attribute) -> Optional[str]:
         name = func.attr.value
