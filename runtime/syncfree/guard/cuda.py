@@ -80,21 +80,25 @@ class ExplicitSyncPatches:
     unwinds) turns that exception into ``SystemError`` (seen on an H100 with torch 2.11)."""
 
     def __init__(self) -> None:
-        self._saved: list[tuple[Any, str, Any]] = []
+        self._saved: list[tuple[Any, str, Any, bool]] = []
 
     def install(self) -> None:
         if self._saved:
             return
         for dotted, attr, kind, op in EXPLICIT_SYNCS:
             owner = _owner(dotted)
-            original = owner.__dict__.get(attr, getattr(owner, attr))
-            self._saved.append((owner, attr, original))
+            own = attr in vars(owner)
+            original = vars(owner)[attr] if own else getattr(owner, attr)
+            self._saved.append((owner, attr, original, own))
             setattr(owner, attr, explicit_sync(original, kind, op))
 
     def remove(self) -> None:
         while self._saved:
-            owner, attr, original = self._saved.pop()
-            setattr(owner, attr, original)
+            owner, attr, original, own = self._saved.pop()
+            if own:
+                setattr(owner, attr, original)
+            else:  # it was inherited: take the wrapper away, leave nothing behind
+                delattr(owner, attr)
 
 
 class CudaBackend(Backend):
