@@ -200,6 +200,12 @@ class _BinnedMulticlass(Metric):
         value = _reduce(per_class, self.average, positive.logical_and(used).sum(-1))
         return exact_curves.flag_overflow(value, states)
 
+    def _binned_thresholds(self) -> Tensor:
+        """The thresholds of a binned metric (the curves always are: checked in their ``__init__``)."""
+        thresholds = self.thresholds
+        assert thresholds is not None
+        return thresholds
+
     def _stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """(tps, fps, tns, fns) per class and threshold (thresholds in the given order), and the
         positives of every class."""
@@ -257,11 +263,6 @@ class _MulticlassCurve(_BinnedMulticlass):
                              "(one curve per class), or MulticlassAUROC/MulticlassAveragePrecision for averaged areas")
         super().__init__(num_classes, None, thresholds, ignore_index, validate_args, kwargs, None)
 
-    def _given_thresholds(self) -> Tensor:
-        thresholds = self.thresholds
-        assert thresholds is not None  # a curve is always binned (checked in __init__)
-        return thresholds
-
 
 class MulticlassROC(_MulticlassCurve):
     """(fpr, tpr, thresholds): ``(C, T)`` one-vs-rest rates per class, thresholds ``(T,)`` decreasing
@@ -274,7 +275,7 @@ class MulticlassROC(_MulticlassCurve):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, tns, fns, _ = self._stats(states)
-        return binned_roc(tps, fps, tns, fns, self._given_thresholds())
+        return binned_roc(tps, fps, tns, fns, self._binned_thresholds())
 
 
 class MulticlassPrecisionRecallCurve(_MulticlassCurve):
@@ -288,4 +289,4 @@ class MulticlassPrecisionRecallCurve(_MulticlassCurve):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, _, fns, _ = self._stats(states)
-        return binned_pr_curve(tps, fps, fns, self._given_thresholds())
+        return binned_pr_curve(tps, fps, fns, self._binned_thresholds())

@@ -166,8 +166,7 @@ class MultilabelROC(_BinnedMultilabel):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, tns, fns, _ = self._stats(states)
-        assert self.thresholds is not None  # always binned (checked in __init__)
-        return binned_roc(tps, fps, tns, fns, self.thresholds)
+        return binned_roc(tps, fps, tns, fns, self._binned_thresholds())
 
 
 class MultilabelPrecisionRecallCurve(_BinnedMultilabel):
@@ -181,5 +180,4 @@ class MultilabelPrecisionRecallCurve(_BinnedMultilabel):
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         tps, fps, _, fns, _ = self._stats(states)
-        assert self.thresholds is not None  # always binned (checked in __init__)
-        return binned_pr_curve(tps, fps, fns, self.thresholds)
+        return binned_pr_curve(tps, fps, fns, self._binned_thresholds())
