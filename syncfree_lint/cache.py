@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from syncfree_lint import __version__
 from syncfree_lint.atomic import dump_atomically
@@ -59,6 +59,23 @@ class Cache:
         digest.update(os.path.abspath(path).encode("utf-8", "surrogateescape"))
         digest.update(b"\0")
         digest.update(data)
+        return digest.hexdigest()
+
+    def run_key(self, paths: Sequence[str]) -> Optional[str]:
+        """The key of a whole run over ``paths`` (their names and bytes, in order), or None when
+        one cannot be read. Findings depend on every file of the run (a helper in one file makes a
+        read in another a finding), so a run's result is stored whole under this key and served
+        only when no file of the run changed, none was added and none removed."""
+        digest = hashlib.blake2b(self.salt + b"run\0", digest_size=20)
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                return None
+            digest.update(os.path.abspath(path).encode("utf-8", "surrogateescape"))
+            digest.update(b"\0%d\0" % len(data))
+            digest.update(data)
         return digest.hexdigest()
 
     def _file(self, key: str) -> str:

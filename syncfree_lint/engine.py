@@ -305,6 +305,7 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
     enabled = config.enabled_codes(DEFAULTS)
     result = RunResult()
     all_facts: List[FileFacts] = []
+    run_key: Optional[str] = None
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 6000))
 
@@ -324,6 +325,14 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
             take(lint_path(stdin[0], config, enabled, stdin[1], fixes=fixes))
         else:
             files = list(discover(paths, config))
+            # a run over folders depends on their files only; a run over some files also on the
+            # rest of their projects, which this key does not cover
+            whole = not project or any(os.path.isdir(path) for path in paths)
+            run_key = cache.run_key(files) if cache is not None and whole else None
+            if run_key is not None and cache is not None:
+                stored = cache.get(run_key)
+                if isinstance(stored, RunResult):
+                    return stored
             if jobs > 1 and len(files) >= 4 * jobs:
                 _run_parallel(files, config, enabled, cache, jobs, take, fixes)
             else:
@@ -342,6 +351,8 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
     result.internal_errors = sum(1 for d in diagnostics if d.code == "SFL001")
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
     result.diagnostics = place_in_cells(select(diagnostics, config, enabled | always), _reader(stdin))
+    if run_key is not None and cache is not None:
+        cache.put(run_key, result)
     return result
 
 

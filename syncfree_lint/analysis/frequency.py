@@ -46,6 +46,7 @@ class FrequencyMixin:
     resolve_local: Callable[["CallRef"], List[str]]
     lookup: Callable[[str], Optional[str]]
     tree: Optional[ast.Module]
+    source: str
     _off_options: Optional[FrozenSet[str]] = None
 
     def placement(self) -> Placement:
@@ -93,7 +94,8 @@ class FrequencyMixin:
         if not isinstance(test, cst.Attribute):
             return False
         if self._off_options is None:
-            self._off_options = off_by_default(self.tree)
+            # the walk finds nothing without an add_argument call; most files have none
+            self._off_options = off_by_default(self.tree) if "add_argument" in self.source else frozenset()
         return test.attr.value in self._off_options
 
     def _period_is_one(self, test: cst.BaseExpression) -> bool:

@@ -174,3 +174,32 @@ def test_a_bad_notebook_is_sfl000(tmp_path):
     write(tmp_path, "bad.ipynb", "{\"cells\": [")
     [d] = run([str(tmp_path)], Config()).diagnostics
     assert d.code == "SFL000" and "not valid JSON" in d.message and d.cell is None
+
+
+def test_a_warm_run_over_unchanged_folders_is_served_whole_and_any_change_misses(tmp_path, monkeypatch):
+    from syncfree_lint import engine
+    from syncfree_lint.cache import Cache
+
+    project = tmp_path / "project"
+    write(project, "logutil.py", "def log_loss(value):\n    return value.item()\n")
+    write(project, "train.py", "import torch\nfrom logutil import log_loss\n"
+          + STEP.split("\n", 1)[1].replace("print(loss.item())", "log_loss(loss)"))
+    cache = Cache(str(tmp_path / "cache"), "config")
+    cold = codes(run([str(project)], Config(), cache=cache))
+    assert ("logutil.py", 2, "SFL101") in cold
+
+    real_lint_path = engine.lint_path
+    linted = []
+    monkeypatch.setattr(engine, "lint_path", lambda path, *a, **k: linted.append(path) or real_lint_path(path, *a, **k))
+    assert codes(run([str(project)], Config(), cache=cache)) == cold
+    assert linted == []  # the whole result came from the run's entry: no file was looked up or planned
+
+    # the helper's caller changes (it no longer passes a tensor): the helper's own file is unchanged,
+    # so only a key over the whole run can tell that its finding is gone
+    write(project, "train.py", "from logutil import log_loss\nfor step in range(3):\n    log_loss(3.0)\n")
+    assert ("logutil.py", 2, "SFL101") not in codes(run([str(project)], Config(), cache=cache))
+    assert linted  # a miss lints (from the per-file entries where they still hold)
+    linted.clear()
+    write(project, "extra.py", "x = 1\n")  # a file added to the run misses too
+    run([str(project)], Config(), cache=cache)
+    assert linted
