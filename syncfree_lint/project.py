@@ -45,6 +45,7 @@ def summary_of(facts: FileFacts) -> FileFacts:
     facts of ``analysis.run_kinds``."""
     slim = FileFacts(facts.path, facts.module_name, facts.root)
     slim.functions = facts.functions
+    slim.classes = facts.classes
     slim.edges = facts.edges
     # what the requested files may learn about values, and what this file could learn first (``run_kinds``)
     slim.returns = facts.returns

@@ -48,8 +48,13 @@ class CallGraph:
         return chains
 
 
-#: dotted name -> (import root of the defining file, function id), for every function of the run
+#: dotted name -> (import root of the defining file, function id), for every function of the run;
+#: and ``CLASS_KEY + dotted class name`` -> (import root, dotted name of a base), for every class with bases
 FunctionIndex = Dict[str, List[Tuple[str, str]]]
+#: the prefix of a class's entry in the index (a space: never part of a dotted name)
+CLASS_KEY = "class "
+#: how many bases deep ``lookup`` follows an inherited method
+_MAX_INHERITANCE = 8
 
 
 def function_index(all_facts: Sequence[FileFacts]) -> FunctionIndex:
@@ -69,6 +74,11 @@ def _entries(facts: FileFacts) -> List[Tuple[str, Tuple[str, str]]]:
         value = (facts.root, function_id)
         out.append((dotted_name, value))
         out.extend((f"{prefix}.{dotted_name}", value) for prefix in prefixes)  # util/ without __init__.py
+    for class_name, bases in facts.classes.items():
+        for base in bases:
+            value = (facts.root, base)
+            out.append((CLASS_KEY + class_name, value))
+            out.extend((f"{CLASS_KEY}{prefix}.{class_name}", value) for prefix in prefixes)
     return out
 
 
@@ -197,10 +207,21 @@ def namespace_prefixes(root: str, depth: int = 2) -> List[str]:
     return [".".join(parts[-k:]) for k in range(1, min(depth, len(parts)) + 1)]
 
 
-def lookup(index: FunctionIndex, name: str, importer_root: str) -> List[str]:
-    """Function ids for an imported dotted name; same import root first."""
+def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) -> List[str]:
+    """Function ids for an imported dotted name; same import root first. A method the named class
+    does not define is looked up in its bases, in order (``train.Trainer.log_value`` defined by
+    ``base.BaseTrainer`` in another file)."""
     candidates = index.get(name)
     if not candidates:
+        owner, dot, method = name.rpartition(".")
+        bases = index.get(CLASS_KEY + owner) if dot and depth < _MAX_INHERITANCE else None
+        if not bases:
+            return []
+        same_root = [base for root, base in bases if root == importer_root] or [base for _, base in bases]
+        for base in same_root:
+            found = lookup(index, f"{base}.{method}", importer_root, depth + 1)
+            if found:
+                return found
         return []
     same = [fid for root, fid in candidates if root == importer_root]
     return same or [fid for _, fid in candidates]

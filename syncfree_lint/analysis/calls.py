@@ -7,7 +7,7 @@ defined in this module; imported ones are resolved by the whole run (``analysis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Union
 
 import libcst as cst
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
 #: wrappers whose first argument is the iterable a loop really runs
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip"})
+#: bases that hold no method of the project
+_BUILTIN_BASES = frozenset({"object", "Exception", "dict", "list", "tuple", "str", "int", "float", "type"})
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,11 @@ def method_ref(cls: ClassRef, method: str) -> CallRef:
     return SelfRef(cls.name, method) if cls.local else DottedRef(f"{cls.name}.{method}", bound=True)
 
 
+def _is_super_call(expr: cst.BaseExpression) -> bool:
+    """``super()`` or ``super(Cls, self)``."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
+
+
 class CallsMixin:
     """Call references for ``ModuleAnalysis`` (which provides the attributes declared here)."""
 
@@ -108,6 +115,8 @@ class CallsMixin:
                 if attribute_class is not None:  # `self.loss_fn(x)` on `self.loss_fn = PairLoss()`: its __call__
                     return method_ref(ClassRef(*attribute_class), "__call__")
                 return SelfRef(self.class_frame.qualname, func.attr.value)
+            if _is_super_call(func.value) and self.class_frame is not None:  # super().m(): from the bases on
+                return self._method_of(self.class_frame, func.attr.value, False)
             if isinstance(func.value, cst.Name):
                 instance = self.instances.lookup(prefix, func.value.value)
                 if instance is not None:  # `meter.update(x)` on `meter = Meter()`
@@ -124,6 +133,38 @@ class CallsMixin:
                     return None
                 return DottedRef(qual or text)
             return NameRef(text, prefix)  # Class.static_method() of this module
+        return None
+
+    def inherited(self, ref: SelfRef) -> Optional[DottedRef]:
+        """``self.m()`` where neither the class nor a local base defines ``m``: the method of the
+        first base imported from the project (``base.Base.m``), which the run resolves through that
+        class's own bases (``callgraph.lookup``)."""
+        frame = self.classes.get(ref.class_qualname)
+        found = self._method_of(frame, ref.method, True) if frame is not None else None
+        return found if isinstance(found, DottedRef) else None
+
+    def _method_of(self, frame: "ClassFrame", method: str, own: bool) -> Optional[CallRef]:
+        """Where ``method`` is defined for ``frame``'s class: in the class itself (``own``) or a
+        local base (a ``SelfRef`` to that class), else in the first imported base (a bound
+        ``DottedRef``). None when no class of the chain defines it and every base is a library's."""
+        pending = [frame] if own else [self.classes[b] for b in frame.bases if b in self.classes]
+        imported = [] if own else [b for b in frame.bases if b and b not in self.classes]
+        seen: Set[str] = set()
+        while pending:
+            current = pending.pop(0)
+            if current.qualname in seen:
+                continue
+            seen.add(current.qualname)
+            if method in current.methods:
+                return SelfRef(current.qualname, method)
+            for base in current.bases:
+                if base in self.classes:
+                    pending.append(self.classes[base])
+                elif base:
+                    imported.append(base)
+        for base in imported:
+            if base.split(".")[0] not in LIBRARY_HEADS and base not in _BUILTIN_BASES:
+                return DottedRef(f"{base}.{method}", bound=True)
         return None
 
     def function_value(self, expr: cst.BaseExpression) -> Optional[CallRef]:

@@ -133,7 +133,9 @@ class DefinitionsMixin:
                 is_module = True
         name = node.name.value
         qualname = ".".join(self._prefix + [name])
-        frame = ClassFrame(qualname, name, is_module, tuple(bases))
+        methods = frozenset(statement.name.value for statement in getattr(node.body, "body", ())
+                            if isinstance(statement, cst.FunctionDef))
+        frame = ClassFrame(qualname, name, is_module, tuple(bases), methods)
         self.classes[qualname] = frame
         if is_module and not self._prefix:
             self.module_env[name] = tensors.MODULE_CLASS

@@ -79,6 +79,9 @@ class FileFacts:
     conditional: Dict[str, List[Diagnostic]] = field(default_factory=dict)  # function id -> findings
     edges: List[Edge] = field(default_factory=list)
     functions: Dict[str, str] = field(default_factory=dict)  # dotted name -> function id
+    # dotted class name -> the dotted names of its bases, so a method a class inherits from a
+    # class of another file is found under the subclass's name (``callgraph.lookup``)
+    classes: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     errors: List[Diagnostic] = field(default_factory=list)
     has_step: bool = False  # a step loop or a step function of its own
     skipped: bool = False  # not parsed: the text pre-filter found no word any rule or analysis starts from

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.tensors import keyword_value
+from syncfree_lint.analysis.call_args import keyword_value
 from syncfree_lint.knowledge.metric_api import LIGHTNING_LOG_METHODS, SHARED_METRIC_API
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -19,7 +19,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.answers import AnswersMixin
 from syncfree_lint.analysis.arguments import ArgumentsMixin, Seeds
 from syncfree_lint.analysis.bindings import BindingsMixin
-from syncfree_lint.analysis.calls import CallRef, CallsMixin
+from syncfree_lint.analysis.calls import CallRef, CallsMixin, SelfRef
 from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
@@ -250,7 +250,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._visit(node.target)
         name = dotted(node.target)
         if name is not None:
-            self._bind(name, tensors.combine(self.lookup(name), self.kind(node.value)))
+            self._bind(name, tensors.in_place(self.lookup(name), self.kind(node.value)))
 
 
     def _named_expr(self, node: cst.NamedExpr) -> None:
@@ -416,6 +416,9 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         ref = self._call_ref(func, qual)
         if ref is not None:
             self._record_arguments(ref, node.args)
+            inherited = self.inherited(ref) if isinstance(ref, SelfRef) else None
+            if inherited is not None:  # `self.log_value(loss)` of a base in another file learns `loss`
+                self._record_arguments(inherited, node.args)
         if ref is not None and (self.function is not None or self.loops):
             site = CallSite(self.placement(), ref, self.statement)
             self.calls.append(site)

@@ -8,7 +8,7 @@ inside functions stay *conditional* until ``reachable`` has seen the whole call 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -58,13 +58,15 @@ class LoopFrame:
 
 
 class ClassFrame:
-    __slots__ = ("qualname", "name", "is_module", "bases", "attrs", "attr_classes")
+    __slots__ = ("qualname", "name", "is_module", "bases", "methods", "attrs", "attr_classes")
 
-    def __init__(self, qualname: str, name: str, is_module: bool, bases: Tuple[str, ...]) -> None:
+    def __init__(self, qualname: str, name: str, is_module: bool, bases: Tuple[str, ...],
+                 methods: FrozenSet[str] = frozenset()) -> None:
         self.qualname = qualname
         self.name = name
         self.is_module = is_module
-        self.bases = bases
+        self.bases = bases  # dotted names through the imports (a local class: its qualname)
+        self.methods = methods  # the functions its body defines (known before the body is walked)
         self.attrs: Dict[str, Optional[str]] = {}
         # ``self.head = BoxHead(...)``: the class an attribute holds, as (is it local, qualname)
         self.attr_classes: Dict[str, Tuple[bool, str]] = {}

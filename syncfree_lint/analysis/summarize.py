@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Set, Tuple
 
 import libcst as cst
 
-from syncfree_lint.analysis.calls import DottedRef, callee_name
+from syncfree_lint.analysis.calls import DottedRef, SelfRef, callee_name
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop
 from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import STEP
@@ -34,6 +34,11 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
     for qual in walk.functions:
         full = f"{walk.module_name}.{qual}" if walk.module_name else qual
         facts.functions[full] = function_id(qual)
+    for qual, frame in walk.classes.items():
+        if frame.bases:
+            facts.classes[f"{walk.module_name}.{qual}" if walk.module_name else qual] = tuple(
+                (f"{walk.module_name}.{base}" if walk.module_name else base) if base in walk.classes else base
+                for base in frame.bases if base)
     _kind_facts(walk, facts, function_id)
     finder: Optional[PositionFinder] = None
     for site in walk.calls:
@@ -41,7 +46,10 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         if owner is None:
             continue
         local = walk.resolve_local(site.ref)
-        if not local and not isinstance(site.ref, DottedRef):
+        ref = site.ref
+        if not local and isinstance(ref, SelfRef):  # a method of a base class in another file
+            ref = walk.inherited(ref) or ref
+        if not local and not isinstance(ref, DottedRef):
             continue
         if finder is None:
             finder = PositionFinder(walk.source, walk.module, walk.tree)
@@ -50,8 +58,8 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         guarded = site.placement.guarded
         for target in local:
             facts.edges.append(Edge(source, function_id(target), False, walk.root, guarded, hops))
-        if not local and isinstance(site.ref, DottedRef):
-            facts.edges.append(Edge(source, site.ref.qualname, True, walk.root, guarded, hops))
+        if not local and isinstance(ref, DottedRef):
+            facts.edges.append(Edge(source, ref.qualname, True, walk.root, guarded, hops))
     for finding in walk.findings:
         placement = finding.placement
         owner = STEP if placement is None else placement.owner()

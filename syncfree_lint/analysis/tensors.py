@@ -12,6 +12,7 @@ from typing import Callable, List, Optional, Sequence
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.analysis.nodes import sequence_elements
 from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.knowledge import torch_api as api
@@ -81,28 +82,6 @@ def is_cpu_device(expr: cst.BaseExpression, imports: ImportMap) -> bool:
     if isinstance(expr, cst.Call) and imports.qualname(expr.func) == "torch.device" and expr.args:
         return is_cpu_device(expr.args[0].value, imports)
     return False
-
-
-def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    """The value of the keyword argument ``name=`` of ``call``, or None."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
-def positional(call: cst.Call, index: int) -> Optional[cst.BaseExpression]:
-    count = 0
-    for arg in call.args:
-        if arg.keyword is None and not arg.star:
-            if count == index:
-                return arg.value
-            count += 1
-    return None
-
-
-def is_true(expr: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
 
 
 class TensorInference:
@@ -475,6 +454,15 @@ def merge(left: Optional[str], right: Optional[str]) -> Optional[str]:
     if left in DEVICE_TENSORS and right in DEVICE_TENSORS:
         return TENSOR
     return None
+
+
+def in_place(target: Optional[str], value: Optional[str]) -> Optional[str]:
+    """The kind of ``target`` after ``target <op>= value``: a tensor changed in place keeps its
+    device (``count = torch.tensor(0); count += (labels != -100).sum()`` stays on the host, as
+    PyTorch refuses a device operand there), anything else is rebound to ``target <op> value``."""
+    if target in _HOST_TENSORS:
+        return target
+    return combine(target, value)
 
 
 def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:

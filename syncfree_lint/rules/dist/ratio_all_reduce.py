@@ -5,7 +5,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.tensors import keyword_value
+from syncfree_lint.analysis.call_args import keyword_value
 from syncfree_lint.rules.base import Rule
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.analysis.tensors import positional
+from syncfree_lint.analysis.call_args import positional
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.host_reads._common import host_read_receiver
 

@@ -8,7 +8,7 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.scope import mentions_loader
-from syncfree_lint.analysis.tensors import keyword_value, positional
+from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 # receivers whose state_dict() holds no device tensors: host values, and data loaders (a stateful

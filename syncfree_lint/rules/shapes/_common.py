@@ -5,7 +5,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.analysis.tensors import positional
+from syncfree_lint.analysis.call_args import positional
 from syncfree_lint.rules.base import receiver
 
 

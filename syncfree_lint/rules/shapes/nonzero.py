@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.analysis.tensors import keyword_value
+from syncfree_lint.analysis.call_args import keyword_value
 from syncfree_lint.rules.base import Rule, method_call, receiver
 from syncfree_lint.rules.shapes._common import device_args, device_receiver, torch_call
 

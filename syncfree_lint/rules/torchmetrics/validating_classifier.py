@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.metric_sites import MetricSite, is_classification
-from syncfree_lint.analysis.tensors import keyword_value
+from syncfree_lint.analysis.call_args import keyword_value
 from syncfree_lint.rules.torchmetrics._common import SWITCH_DOC, ConstructionRule
 
 

@@ -6,7 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.analysis.tensors import keyword_value, positional
+from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.rules.base import method_call
 
 #: ``.to(<dtype>)`` names: a cast, not a move

@@ -5,7 +5,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.analysis.tensors import is_true, keyword_value, positional
+from syncfree_lint.analysis.call_args import is_true, keyword_value, positional
 from syncfree_lint.edits import FixPlan
 from syncfree_lint.fixes import pinned_transfer
 from syncfree_lint.rules.base import Rule, method_call, receiver

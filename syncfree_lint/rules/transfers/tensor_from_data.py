@@ -5,7 +5,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.analysis.tensors import keyword_value, positional
+from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.edits import FixPlan
 from syncfree_lint.fixes import scalar_tensor
 from syncfree_lint.rules.base import Rule
