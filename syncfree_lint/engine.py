@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ class RunResult:
     skipped_by_filter: int = 0
     lines: int = 0
     internal_errors: int = 0
+
+
+#: ``return Trainer(...)``, ``return models.Trainer(...)``: a factory's result, by the text alone
+_RETURNS_OBJECT = re.compile(r"\breturn\s+(?:[A-Za-z_]\w*\.)*[A-Z]\w*\(")
 
 
 def could_hold_finding(text: str, step_functions: Iterable[str]) -> bool:
@@ -196,7 +201,8 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if not external and not could_hold_finding(text, config.all_step_functions):
         module_name, root, _ = module_identity(path)
-        outcome = (FileFacts(path, module_name, root, skipped=True), lines, False)
+        outcome = (FileFacts(path, module_name, root, skipped=True, returns_object=bool(_RETURNS_OBJECT.search(text))),
+                   lines, False)
     else:
         outcome = (lint_source(path, text, config, enabled, noqa, fixes, external), lines, True)
     if key is not None and cache is not None:  # a key is only made with a cache
@@ -343,8 +349,8 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
             if requested and not any(os.path.isdir(path) for path in paths):
                 all_facts.extend(project_context(requested, config, enabled, cache, jobs))
         linted = len(files)  # the rest are the project's context: summaries that only teach
-        all_facts[:linted] = learn_across_files(all_facts[:linted], all_facts[linted:], config, enabled, cache, fixes,
-                                                stdin, jobs=jobs)
+        all_facts[:linted], all_facts[linted:] = learn_across_files(
+            all_facts[:linted], all_facts[linted:], config, enabled, cache, fixes, stdin, jobs=jobs)
     finally:
         sys.setrecursionlimit(old_limit)
     diagnostics = resolve(all_facts)
@@ -383,15 +389,15 @@ def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bo
     enabled = config.enabled_codes(DEFAULTS)
     facts, _, _ = lint_path(path, config, enabled, text, noqa=noqa, fixes=fixes)
     context = project_context([path], config, enabled, project_cache, 1) if project else []
-    facts, = learn_across_files([facts], context, config, enabled, None, fixes, (path, text), noqa)
+    (facts,), context = learn_across_files([facts], context, config, enabled, None, fixes, (path, text), noqa)
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
     return place_in_cells(select(resolve([facts] + context), config, enabled | always), _reader((path, text)))
 
 
 def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config: Config, enabled: FrozenSet[str],
                        cache: Optional[Cache], fixes: bool, stdin: Optional[Tuple[str, str]],
-                       noqa: bool = True, jobs: int = 1) -> List[FileFacts]:
-    """``linted`` again, with the files that other files' facts teach a kind walked once more
+                       noqa: bool = True, jobs: int = 1) -> Tuple[List[FileFacts], List[FileFacts]]:
+    """(``linted``, ``context``) again, with the files that other files' facts teach a kind walked once more
     (``analysis.run_kinds``), round after round. ``context`` files (summaries of the rest of the
     project) teach; those that call a linted file's functions learn too, so they can pass a kind
     on. ``stdin``: (name, text) of a buffer."""
@@ -424,7 +430,7 @@ def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config
         else:
             linted = [relint(facts, False) for facts in linted]
         context = [relint(facts, True) for facts in context]
-    return linted
+    return linted, context  # the context's new call edges count too: a step there may reach a linted file
 
 
 def project_context(requested: Sequence[str], config: Config, enabled: FrozenSet[str], cache: Optional[Cache],

@@ -53,6 +53,7 @@ def summary_of(facts: FileFacts) -> FileFacts:
     slim.unknown_imports = facts.unknown_imports
     slim.unknown_params = facts.unknown_params
     slim.skipped = facts.skipped
+    slim.returns_object = facts.returns_object
     slim.has_step = facts.has_step
     return slim
 

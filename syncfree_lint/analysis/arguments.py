@@ -27,11 +27,12 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
-from syncfree_lint.analysis.instances import ClassRef, class_of_kind, object_kind
+from syncfree_lint.analysis.instances import ClassRef, class_of_kind, constructed_class, object_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
-    from syncfree_lint.analysis.scope import FunctionFrame, Placement
+    from syncfree_lint.analysis.imports import ImportMap
+    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, Placement
 
 #: function qualname -> parameter name -> kind (and ``name + PASSED`` for a parameter some call sets)
 Seeds = Dict[str, Dict[str, str]]
@@ -60,6 +61,8 @@ class ArgumentsMixin:
     resolve_local: Callable[[CallRef], List[str]]
     instance_class: Callable[[cst.BaseExpression], Optional[ClassRef]]
     module_name: str
+    classes: Dict[str, "ClassFrame"]
+    imports: "ImportMap"
 
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
         if not args:
@@ -92,8 +95,9 @@ class ArgumentsMixin:
             self.calls_out.append((ref.qualname, (tuple(positional), tuple(keywords)), self.placement()))  # for others
 
     def _object_kind(self, value: cst.BaseExpression) -> Optional[str]:
-        """``train(..., logger)`` with ``logger = RunLogger()``: the parameter holds a RunLogger."""
-        cls = self.instance_class(value)
+        """``train(..., logger)`` with ``logger = RunLogger()``, or ``return RunLogger(...)``: the
+        parameter (the call's result) holds a RunLogger."""
+        cls = self.instance_class(value) or constructed_class(value, self.classes, self.imports)
         if cls is None:
             return None
         if cls.local:

@@ -14,7 +14,14 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import LIBRARY_HEADS, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import InstanceTable, ScopedNames, annotated_class, constructed_class
+from syncfree_lint.analysis.instances import (
+    ClassRef,
+    InstanceTable,
+    ScopedNames,
+    annotated_class,
+    class_of_kind,
+    constructed_class,
+)
 from syncfree_lint.analysis.scope import has_modulo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +53,7 @@ class BindingsMixin:
     returns: Dict[str, Optional[str]]
     imported_returns: Dict[str, str]
     unknown_imports: Set[str]
+    module_name: str
     _envs: List[Dict[str, Optional[str]]]
     _kinds: Dict[int, Optional[str]]
     _stores: Set[int]
@@ -330,11 +338,21 @@ class BindingsMixin:
         if cls is None and isinstance(value, cst.Call) and value.args and isinstance(value.args[0].value, cst.Name) \
                 and self.wraps_callable(value):
             cls = self.instances.lookup(scope, value.args[0].value.value)  # `model = torch.compile(model)`
+        if cls is None and isinstance(value, cst.Call):  # `trainer = build_trainer(cfg)`: what the factory returns
+            cls = self._local_class(class_of_kind(self.kind(value)))
         if cls is not None or self.instances.lookup(scope, name) is not None:
             self.instances.bind(scope, name, cls)
         function = self.function_value(value)
         if function is not None or self.callables.lookup(scope, name) is not None:
             self.callables.bind(scope, name, function)
+
+    def _local_class(self, cls: Optional[ClassRef]) -> Optional[ClassRef]:
+        """``cls``, named as a class of this file when it is one (an object kind names classes by
+        their module's dotted name)."""
+        prefix = f"{self.module_name}." if self.module_name else ""
+        if cls is not None and cls.name.startswith(prefix) and cls.name[len(prefix):] in self.classes:
+            return ClassRef(True, cls.name[len(prefix):])
+        return cls
 
     def _remember_annotated_instance(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
         """``optim: Optimizer`` in a class body (a dataclass field) or ``self.optim: Optimizer = ...``:

@@ -85,6 +85,9 @@ class FileFacts:
     errors: List[Diagnostic] = field(default_factory=list)
     has_step: bool = False  # a step loop or a step function of its own
     skipped: bool = False  # not parsed: the text pre-filter found no word any rule or analysis starts from
+    # skipped, and its text returns a constructor call (``return SpacedDiffusion(...)``): a factory whose
+    # object a step may call methods on, so the run parses it when a step needs what it returns
+    returns_object: bool = False
     # what other files may learn about values from this one, and what this one could learn
     # (``analysis.run_kinds``): kinds its functions return, the argument kinds of its calls of
     # imported functions, and the reads a kind from elsewhere could settle

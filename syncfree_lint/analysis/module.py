@@ -267,8 +267,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
                 if isinstance(value, cst.Tuple):
                     kind = tensors.tuple_kind([None if isinstance(el, cst.StarredElement) else self.kind(el.value)
                                                for el in value.elements])
-                else:
-                    kind = self.kind(value)
+                else:  # `return Trainer(cfg)` (a factory): an instance of that class
+                    kind = self.kind(value) or self._object_kind(value)
                 self.function.returns.append(kind)
 
     def _raise(self, node: cst.Raise) -> None:

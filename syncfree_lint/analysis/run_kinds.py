@@ -45,18 +45,27 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     for facts in all_facts:
         returned.update(facts.returns)
     learned_returns: Dict[str, Dict[str, str]] = {}
+    factories = _factory_modules(all_facts)
+    unread: Dict[str, Set[str]] = {}  # skipped files whose functions' results a step needs: path -> qualnames
     for facts in all_facts:
         if facts.path not in reported or not facts.unknown_imports:
             continue
         if not facts.has_step and not any(function_id in reached for function_id in facts.functions.values()):
             continue  # nothing here runs per step: a kind learned could change no finding
         for name in sorted(facts.unknown_imports):
-            kinds = {returned.get(function_id) for function_id in lookup(index, name, facts.root)}
+            targets = lookup(index, name, facts.root)
+            in_skipped = _in_skipped_file(name, factories) if not targets and factories else None
+            if in_skipped is not None:  # `create_diffusion()` of a package __init__ with no torch word
+                unread.setdefault(in_skipped[0], set()).add(in_skipped[1])
+            kinds = {returned.get(function_id) for function_id in targets}
             if len(kinds) == 1:
                 kind = kinds.pop()
-                if kind is not None and (kind in _TELLING_RETURNS or tensors.tuple_elements(kind) is not None):
+                if kind is not None and (kind in _TELLING_RETURNS or tensors.tuple_elements(kind) is not None
+                                         or class_of_kind(kind) is not None):  # a factory's object: its methods
                     learned_returns.setdefault(facts.path, {})[name] = kind
     learned_calls = _calls_in(all_facts, index, reached, reported)
+    for path, qualnames in unread.items():  # parsed to learn what they return (called with nothing known)
+        learned_calls.setdefault(path, []).extend((qualname, ((), ())) for qualname in sorted(qualnames))
     out: Dict[str, ExternalKinds] = {}
     for path in sorted(set(learned_returns) | set(learned_calls)):
         out[path] = ExternalKinds(tuple(sorted(learned_returns.get(path, {}).items())),
@@ -70,9 +79,13 @@ def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[s
     before they can pass it on (``loss = compute_loss(...)``, then ``log_stats(loss)``)."""
     index = function_index(all_facts)
     skipped = _skipped_modules(all_facts, reported)
+    factories = _factory_modules(all_facts)
     out: Set[str] = set()
     for facts in all_facts:
         if facts.path in reported:
+            continue
+        if factories and any(_in_skipped_file(name, factories) for name in facts.unknown_imports):
+            out.add(facts.path)  # it may learn an object from a factory, then call a reported file's methods
             continue
         for name, _, _ in facts.calls_out:
             targets = lookup(index, name, facts.root)
@@ -127,6 +140,13 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
         if any(_passes_device_tensor(arguments) or _objects_only(arguments) is not None for arguments in calls):
             out.setdefault(path, []).extend((qualname, arguments) for arguments in sorted(set(calls), key=repr))
     return out
+
+
+def _factory_modules(all_facts: Sequence[FileFacts]) -> Dict[str, str]:
+    """``_skipped_modules`` of the files whose text returns a constructor call, linted or read
+    for context: a step in any file may call methods on what they build."""
+    factories = [facts for facts in all_facts if facts.returns_object]
+    return _skipped_modules(factories, {facts.path for facts in factories})
 
 
 def _skipped_modules(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str, str]:
