@@ -94,10 +94,11 @@ class ArgumentsMixin:
             assert isinstance(ref, DottedRef)  # for the type checker
             self.calls_out.append((ref.qualname, (tuple(positional), tuple(keywords)), self.placement()))  # for others
 
-    def _object_kind(self, value: cst.BaseExpression) -> Optional[str]:
-        """``train(..., logger)`` with ``logger = RunLogger()``, or ``return RunLogger(...)``: the
-        parameter (the call's result) holds a RunLogger."""
-        cls = self.instance_class(value) or constructed_class(value, self.classes, self.imports)
+    def _object_kind(self, value: cst.BaseExpression, constructed: bool = False) -> Optional[str]:
+        """``train(..., logger)`` with ``logger = RunLogger()``: the parameter holds a RunLogger;
+        with ``constructed``, ``RunLogger(...)`` too (``return RunLogger(...)`` of a factory; an
+        argument built in the call stays unknown, set-up code passes many and a step seldom)."""
+        cls = self.instance_class(value) or (constructed_class(value, self.classes, self.imports) if constructed else None)
         if cls is None:
             return None
         if cls.local:

@@ -268,7 +268,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
                     kind = tensors.tuple_kind([None if isinstance(el, cst.StarredElement) else self.kind(el.value)
                                                for el in value.elements])
                 else:  # `return Trainer(cfg)` (a factory): an instance of that class
-                    kind = self.kind(value) or self._object_kind(value)
+                    kind = self.kind(value) or self._object_kind(value, constructed=True)
                 self.function.returns.append(kind)
 
     def _raise(self, node: cst.Raise) -> None:
