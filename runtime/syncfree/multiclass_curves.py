@@ -82,6 +82,26 @@ def binned_pr_curve(tps: Tensor, fps: Tensor, fns: Tensor, thresholds: Tensor) -
     return precision, recall, thresholds.clone()
 
 
+def interp(x: Tensor, xp: Tensor, fp: Tensor) -> Tensor:
+    """Piecewise-linear ``fp(xp)`` at ``x`` (``xp`` increasing), extended past both ends by the first
+    and last segments; a zero-width segment has slope 0. torchmetrics' interpolation, on the device."""
+    slope = _safe_div(fp[1:] - fp[:-1], xp[1:] - xp[:-1], 0.0)
+    offset = fp[:-1] - slope * xp[:-1]
+    segment = (x.unsqueeze(1) >= xp.unsqueeze(0)).sum(1).sub(1).clamp(0, slope.shape[0] - 1)
+    return slope[segment] * x + offset[segment]
+
+
+def macro_curve(x: Tensor, y: Tensor, thresholds: Tensor, descending: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """One curve for ``C`` per-class curves ``(C, K)``: every class's ``x`` values sorted, the mean of
+    the classes' ``y`` interpolated there, and every class's thresholds sorted (torchmetrics'
+    ``average="macro"`` curve; the classes summed in order, as it does)."""
+    grid = x.flatten().sort().values
+    mean = torch.zeros_like(grid)
+    for row in range(x.shape[0]):
+        mean += interp(grid, x[row], y[row])
+    return grid, mean / x.shape[0], thresholds.repeat(x.shape[0]).sort(descending=descending).values
+
+
 class _BinnedMulticlass(Metric):
     """Per-class, per-threshold one-vs-rest counts (see the module docstring)."""
 
@@ -247,9 +267,10 @@ class MulticlassAveragePrecision(_BinnedMulticlass):
 
 
 class _MulticlassCurve(_BinnedMulticlass):
-    """A per-class binned curve: ``thresholds=`` required (the exact curve's length is known only by
-    reading the data), ``average=None`` (torchmetrics' default; its ``"micro"``/``"macro"`` curves
-    are not offered)."""
+    """A binned curve: ``thresholds=`` required (the exact curve's length is known only by reading
+    the data). ``average=None`` (torchmetrics' default): one curve per class; ``"micro"``: one curve
+    of every (sample, class) entry, the classes' counts summed; ``"macro"``: the classes' curves
+    interpolated onto one grid and averaged (``macro_curve``)."""
 
     higher_is_better = None  # a curve, not a score
 
@@ -258,10 +279,17 @@ class _MulticlassCurve(_BinnedMulticlass):
         owner = type(self).__name__
         if thresholds is None:
             _thresholds(owner, thresholds)  # raises: says what to pass
-        if average not in (None, "none"):
-            raise ValueError(f"{owner}: average={average!r} curves are not supported by syncfree; use average=None "
-                             "(one curve per class), or MulticlassAUROC/MulticlassAveragePrecision for averaged areas")
+        if average not in (None, "none", "micro", "macro"):
+            raise ValueError(f"{owner}: average must be one of None, 'micro', 'macro', got {average!r}")
         super().__init__(num_classes, None, thresholds, ignore_index, validate_args, kwargs, None)
+        self.curve_average = None if average == "none" else average
+
+    def _curve_stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(tps, fps, tns, fns) per class, or of all classes summed (one row) for ``"micro"``."""
+        stats = self._stats(states)[:4]
+        if self.curve_average == "micro":
+            return tuple(counts.sum(0, keepdim=True) for counts in stats)  # type: ignore[return-value]
+        return stats
 
 
 class MulticlassROC(_MulticlassCurve):
@@ -274,8 +302,12 @@ class MulticlassROC(_MulticlassCurve):
         super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
-        tps, fps, tns, fns, _ = self._stats(states)
-        return binned_roc(tps, fps, tns, fns, self._binned_thresholds())
+        fpr, tpr, thresholds = binned_roc(*self._curve_stats(states), self._binned_thresholds())
+        if self.curve_average == "micro":
+            return fpr[0], tpr[0], thresholds
+        if self.curve_average == "macro":
+            return macro_curve(fpr, tpr, thresholds, descending=True)
+        return fpr, tpr, thresholds
 
 
 class MulticlassPrecisionRecallCurve(_MulticlassCurve):
@@ -288,5 +320,10 @@ class MulticlassPrecisionRecallCurve(_MulticlassCurve):
         super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
-        tps, fps, _, fns, _ = self._stats(states)
-        return binned_pr_curve(tps, fps, fns, self._binned_thresholds())
+        tps, fps, _, fns = self._curve_stats(states)
+        precision, recall, thresholds = binned_pr_curve(tps, fps, fns, self._binned_thresholds())
+        if self.curve_average == "micro":
+            return precision[0], recall[0], thresholds
+        if self.curve_average == "macro":
+            return macro_curve(precision, recall, thresholds, descending=False)
+        return precision, recall, thresholds

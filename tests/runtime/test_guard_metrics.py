@@ -115,6 +115,9 @@ METRICS = {
     "MulticlassROC-ignore": (lambda: syncfree.MulticlassROC(C, thresholds=11, ignore_index=-1), "multiclass"),
     "MulticlassPrecisionRecallCurve": (
         lambda: syncfree.MulticlassPrecisionRecallCurve(C, thresholds=[0.9, 0.1, 0.5]), "multiclass"),
+    "MulticlassROC-micro": (lambda: syncfree.MulticlassROC(C, thresholds=11, average="micro"), "multiclass"),
+    "MulticlassPrecisionRecallCurve-macro": (
+        lambda: syncfree.MulticlassPrecisionRecallCurve(C, thresholds=11, average="macro"), "multiclass"),
     "MultilabelAUROC-micro": (lambda: syncfree.MultilabelAUROC(C, average="micro", thresholds=11), "multilabel"),
     "MultilabelAveragePrecision-ignore": (
         lambda: syncfree.MultilabelAveragePrecision(C, thresholds=20, ignore_index=-1), "multilabel"),

@@ -167,9 +167,11 @@ def test_binned_multiclass_curves_count_bad_targets_and_need_thresholds():
 @pytest.mark.parametrize("thresholds", [11, [0.9, 0.1, 0.5, 0.3], torch.linspace(0, 1, 50)])
 @pytest.mark.parametrize("kind,ignore_index", [("scores", None), ("scores", -1), ("scores", 2), ("multidim", None),
                                                ("prob", None)])
-def test_binned_multiclass_roc_and_pr_curves(name, thresholds, kind, ignore_index):
-    """(C, T) rates per class (PR: (C, T + 1)) and the thresholds, as torchmetrics' binned curves."""
-    kwargs = {"num_classes": C, "thresholds": thresholds, "ignore_index": ignore_index}
+@pytest.mark.parametrize("average", [None, "macro"])
+def test_binned_multiclass_roc_and_pr_curves(name, thresholds, kind, ignore_index, average):
+    """(C, T) rates per class (PR: (C, T + 1)) and the thresholds, as torchmetrics' binned curves;
+    with ``macro``, the class curves interpolated onto one grid and averaged."""
+    kwargs = {"num_classes": C, "thresholds": thresholds, "ignore_index": ignore_index, "average": average}
     ours, ref = getattr(syncfree, name)(**kwargs), getattr(tmc, name)(**kwargs)
     for seed in SEEDS:
         batches = _mc_prob_batches(seed) if kind == "prob" else _mc_batches(seed, kind, ignore_index)
@@ -178,11 +180,33 @@ def test_binned_multiclass_roc_and_pr_curves(name, thresholds, kind, ignore_inde
         ref.reset()
 
 
+@pytest.mark.parametrize("name,functional", [("MulticlassROC", "multiclass_roc"),
+                                             ("MulticlassPrecisionRecallCurve", "multiclass_precision_recall_curve")])
+@pytest.mark.parametrize("thresholds", [11, [0.9, 0.1, 0.5, 0.3], torch.linspace(0, 1, 50)])
+@pytest.mark.parametrize("kind,ignore_index", [("scores", None), ("scores", -1), ("scores", 2), ("multidim", None),
+                                               ("prob", None)])
+def test_binned_multiclass_micro_curves(name, functional, thresholds, kind, ignore_index):
+    """One curve of every (sample, class) entry. torchmetrics' class fails to update with
+    ``average="micro"`` and binned thresholds (its state keeps the per-class shape), so the reference
+    is its functional form over all the batches at once."""
+    kwargs = {"num_classes": C, "thresholds": thresholds, "ignore_index": ignore_index, "average": "micro"}
+    ours = getattr(syncfree, name)(**kwargs)
+    for seed in SEEDS:
+        batches = _mc_prob_batches(seed) if kind == "prob" else _mc_batches(seed, kind, ignore_index)
+        for preds, target in batches:
+            ours.update(preds, target)
+        preds = torch.cat([p for p, _ in batches])
+        target = torch.cat([t for _, t in batches])
+        want = getattr(torchmetrics.functional.classification, functional)(preds, target, **kwargs)
+        _close(syncfree.to_host(ours), want)
+        ours.reset()
+
+
 def test_multiclass_curves_need_thresholds_and_per_class_curves():
     with pytest.raises(TypeError, match="thresholds=None"):
         syncfree.MulticlassROC(3)
-    with pytest.raises(ValueError, match="average='macro' curves are not supported"):
-        syncfree.MulticlassPrecisionRecallCurve(3, thresholds=5, average="macro")
+    with pytest.raises(ValueError, match="average must be one of None, 'micro', 'macro'"):
+        syncfree.MulticlassPrecisionRecallCurve(3, thresholds=5, average="weighted")
     m = syncfree.MulticlassROC(3, thresholds=5)
     m.update(torch.rand(4, 3), torch.tensor([0, 1, 3, -2]))
     with pytest.raises(ValueError, match=r"MulticlassROC: 2 target value\(s\) outside"):
