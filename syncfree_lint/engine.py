@@ -24,7 +24,7 @@ from syncfree_lint.analysis.callgraph import resolve
 from syncfree_lint.analysis.device import is_test_module, may_use_accelerator
 from syncfree_lint.analysis.filefacts import ExternalKinds, FileFacts
 from syncfree_lint.analysis.module import ModuleAnalysis
-from syncfree_lint.analysis.run_kinds import ROUNDS, merge, plan, teachers
+from syncfree_lint.analysis.run_kinds import ROUNDS, holds_object_of, merge, plan, teachers
 from syncfree_lint.analysis.summarize import summarize
 from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.cache import Cache
@@ -403,10 +403,17 @@ def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config
     on. ``stdin``: (name, text) of a buffer."""
     reported = {facts.path for facts in linted}
     learners = reported | teachers(linted + context, reported)
+    # a context file that learns it holds an instance of a linted file's class (`train(..., logger)`
+    # with `logger = RunLogger()` in the launcher) then reaches that class's methods: it learns too
+    reported_modules = {facts.module_name for facts in linted if facts.module_name}
     learned: Dict[str, ExternalKinds] = {}
     for _ in range(ROUNDS):
         again = {}
-        for path, external in plan(linted + context, learners).items():
+        planned = plan(linted + context, learners)
+        if context:
+            others = plan(linted + context, {facts.path for facts in context} - learners)
+            planned.update((path, kinds) for path, kinds in others.items() if holds_object_of(kinds, reported_modules))
+        for path, external in planned.items():
             merged = merge(learned.get(path), external)
             if merged != learned.get(path):
                 learned[path] = again[path] = merged

@@ -96,6 +96,19 @@ def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[s
     return out
 
 
+def holds_object_of(external: ExternalKinds, modules: Collection[str]) -> bool:
+    """``external`` teaches an instance of a class defined in one of ``modules`` (dotted names)."""
+    kinds: List[Optional[str]] = [kind for _, kind in external.returns]
+    for _, (positional, keywords) in external.calls_in:
+        kinds.extend(positional)
+        kinds.extend(kind for _, kind in keywords)
+    for kind in kinds:
+        cls = class_of_kind(kind)
+        if cls is not None and cls.name.rpartition(".")[0] in modules:
+            return True
+    return False
+
+
 def merge(old: Optional[ExternalKinds], new: ExternalKinds) -> ExternalKinds:
     """What a file learned in earlier rounds plus what it learns now (a file that has learned a
     kind no longer asks for it, so a plan alone would forget it)."""
