@@ -423,10 +423,11 @@ def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config
         def relint(facts: FileFacts, summary: bool) -> FileFacts:
             if facts.path not in again:
                 return facts
+            if summary:
+                return _context_summary(facts.path, again[facts.path], config, enabled, cache)
             text = stdin[1] if stdin is not None and facts.path == stdin[0] else None
-            fresh = lint_path(facts.path, config, enabled, text, None if summary else cache, noqa=noqa,
-                              fixes=fixes and not summary, external=again[facts.path])[0]
-            return summary_of(fresh) if summary else fresh
+            return lint_path(facts.path, config, enabled, text, cache, noqa=noqa, fixes=fixes,
+                             external=again[facts.path])[0]
 
         work = [(facts.path, again[facts.path]) for facts in linted if facts.path in again]
         if jobs > 1 and len(work) >= 4 * jobs and stdin is None and noqa:  # as the first pass did
@@ -438,6 +439,25 @@ def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config
             linted = [relint(facts, False) for facts in linted]
         context = [relint(facts, True) for facts in context]
     return linted, context  # the context's new call edges count too: a step there may reach a linted file
+
+
+def _context_summary(path: str, external: ExternalKinds, config: Config, enabled: FrozenSet[str],
+                     cache: Optional[Cache]) -> FileFacts:
+    """The summary of a context file that learned ``external`` (stored apart from linted files'
+    facts: a summary has no findings, so it must never answer for a linted file)."""
+    key = None
+    if cache is not None:
+        try:
+            key = cache.key(path, _read_bytes(path) + b"\0summary\0" + repr(external).encode())
+        except SourceError:
+            key = None
+        hit = cache.get(key) if key is not None else None
+        if isinstance(hit, FileFacts):
+            return hit
+    slim = summary_of(lint_path(path, config, enabled, None, None, fixes=False, external=external)[0])
+    if key is not None and cache is not None:
+        cache.put(key, slim)
+    return slim
 
 
 def project_context(requested: Sequence[str], config: Config, enabled: FrozenSet[str], cache: Optional[Cache],
