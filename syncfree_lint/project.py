@@ -51,6 +51,7 @@ def summary_of(facts: FileFacts) -> FileFacts:
     slim.returns = facts.returns
     slim.calls_out = facts.calls_out
     slim.unknown_imports = facts.unknown_imports
+    slim.objects_wanted = facts.objects_wanted
     slim.unknown_params = facts.unknown_params
     slim.skipped = facts.skipped
     slim.returns_object = facts.returns_object

@@ -54,6 +54,8 @@ class BindingsMixin:
     imported_returns: Dict[str, str]
     unknown_imports: Set[str]
     module_name: str
+    results_of: ScopedNames[str]
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
     _envs: List[Dict[str, Optional[str]]]
     _kinds: Dict[int, Optional[str]]
     _stores: Set[int]
@@ -66,7 +68,6 @@ class BindingsMixin:
     metric_sites: Dict[str, "MetricSite"]
     all_metric_sites: List["MetricSite"]
     kind: Callable[[cst.BaseExpression], Optional[str]]
-    qualname: Callable[[cst.BaseExpression], Optional[str]]
     metric: Callable[[cst.BaseExpression], Optional["MetricSite"]]
     resolve_local: Callable[["CallRef"], List[str]]
     _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
@@ -340,6 +341,9 @@ class BindingsMixin:
             cls = self.instances.lookup(scope, value.args[0].value.value)  # `model = torch.compile(model)`
         if cls is None and isinstance(value, cst.Call):  # `trainer = build_trainer(cfg)`: what the factory returns
             cls = self._local_class(class_of_kind(self.kind(value)))
+            origin = self.qualname(value.func) if cls is None and isinstance(value.func, (cst.Name, cst.Attribute)) else None
+            if origin is not None or self.results_of.lookup(scope, name) is not None:
+                self.results_of.bind(scope, name, origin if origin in self.unknown_imports else None)
         if cls is not None or self.instances.lookup(scope, name) is not None:
             self.instances.bind(scope, name, cls)
         function = self.function_value(value)

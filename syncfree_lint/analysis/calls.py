@@ -84,6 +84,8 @@ class CallsMixin:
     _prefix: List[str]
     _generators: Dict[str, str]
     instances: InstanceTable
+    results_of: ScopedNames[str]
+    objects_wanted: Set[str]
     callables: ScopedNames["CallRef"]
     passed_callables: PassedCallables
     calls: List[CallSite]
@@ -121,6 +123,9 @@ class CallsMixin:
                 instance = self.instances.lookup(prefix, func.value.value)
                 if instance is not None:  # `meter.update(x)` on `meter = Meter()`
                     return method_ref(instance, func.attr.value)
+                origin = self.results_of.lookup(prefix, func.value.value)
+                if origin is not None:  # `scorer.score(x)` on `scorer = create_scorer()`: its class is worth learning
+                    self.objects_wanted.add(origin)
             text = dotted(func)
             if text is None:
                 return None

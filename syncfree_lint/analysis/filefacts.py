@@ -96,6 +96,7 @@ class FileFacts:
     calls_out: List[Tuple[str, ArgKinds, str]] = field(default_factory=list)
     unknown_params: Set[str] = field(default_factory=set)  # function ids with a parameter read of unknown kind
     unknown_imports: Set[str] = field(default_factory=set)  # imported dotted names whose result kind was needed
+    objects_wanted: Set[str] = field(default_factory=set)  # those whose result had a method called on it
 
 
 __all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "FileFacts"]

@@ -113,6 +113,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._prefix: List[str] = []
         self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
         self.instances = InstanceTable()  # names holding instances of known classes (``analysis.instances``)
+        self.results_of: ScopedNames[str] = ScopedNames()  # names holding an imported call's result of unknown class
+        self.objects_wanted: Set[str] = set()  # imported functions whose result has a method called on it
         self.callables: ScopedNames[CallRef] = ScopedNames()  # names standing for functions (``step = compile(f)``)
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built

@@ -24,7 +24,14 @@ from __future__ import annotations
 from typing import Collection, Dict, List, Optional, Sequence, Set, Tuple
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.callgraph import FunctionIndex, build_graph, function_index, lookup, namespace_prefixes
+from syncfree_lint.analysis.callgraph import (
+    CLASS_KEY,
+    FunctionIndex,
+    build_graph,
+    function_index,
+    lookup,
+    namespace_prefixes,
+)
 from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
 from syncfree_lint.analysis.instances import class_of_kind
 
@@ -45,6 +52,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     for facts in all_facts:
         returned.update(facts.returns)
     learned_returns: Dict[str, Dict[str, str]] = {}
+    owners: Set[str] = set()  # dotted names that own a function of the run (modules and classes), when asked
     factories = _factory_modules(all_facts)
     unread: Dict[str, Set[str]] = {}  # skipped files whose functions' results a step needs: path -> qualnames
     for facts in all_facts:
@@ -61,7 +69,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
             if len(kinds) == 1:
                 kind = kinds.pop()
                 if kind is not None and (kind in _TELLING_RETURNS or tensors.tuple_elements(kind) is not None
-                                         or class_of_kind(kind) is not None):  # a factory's object: its methods
+                                         or name in facts.objects_wanted and _project_object(kind, index, owners)):
                     learned_returns.setdefault(facts.path, {})[name] = kind
     learned_calls = _calls_in(all_facts, index, reached, reported)
     for path, qualnames in unread.items():  # parsed to learn what they return (called with nothing known)
@@ -94,6 +102,17 @@ def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[s
                 out.add(facts.path)
                 break
     return out
+
+
+def _project_object(kind: str, index: FunctionIndex, owners: Set[str]) -> bool:
+    """``kind`` is an instance of a class of the run with methods of its own or inherited
+    (``torch.optim.AdamW`` from a factory teaches nothing: no method of it is in the run)."""
+    cls = class_of_kind(kind)
+    if cls is None:
+        return False
+    if not owners:
+        owners.update(name.rpartition(".")[0] for name in index)
+    return cls.name in owners or CLASS_KEY + cls.name in index
 
 
 def holds_object_of(external: ExternalKinds, modules: Collection[str]) -> bool:

@@ -96,6 +96,7 @@ def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[
         owner = placement.owner()
         facts.calls_out.append((name, arguments, STEP if owner == STEP else function_id(owner) if owner else ""))
     facts.unknown_imports = set(walk.unknown_imports)
+    facts.objects_wanted = set(walk.objects_wanted)
     for qual, name in walk.unknown_reads:
         frame = walk.functions.get(qual)
         if frame is not None and isinstance(frame.node, cst.FunctionDef) and name in _parameter_names(frame.node):
