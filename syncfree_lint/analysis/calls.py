@@ -15,7 +15,7 @@ from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames
 from syncfree_lint.analysis.passed_callables import PassedCallables
-from syncfree_lint.knowledge.callables import CALLABLE_WRAPPERS
+from syncfree_lint.knowledge.callables import BUILTIN_BASES, CALLABLE_WRAPPERS
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement
@@ -24,8 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
 LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
 #: wrappers whose first argument is the iterable a loop really runs
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip"})
-#: bases that hold no method of the project
-_BUILTIN_BASES = frozenset({"object", "Exception", "dict", "list", "tuple", "str", "int", "float", "type"})
 
 
 @dataclass(frozen=True)
@@ -168,7 +166,7 @@ class CallsMixin:
                 elif base:
                     imported.append(base)
         for base in imported:
-            if base.split(".")[0] not in LIBRARY_HEADS and base not in _BUILTIN_BASES:
+            if base.split(".")[0] not in LIBRARY_HEADS and base not in BUILTIN_BASES:
                 return DottedRef(f"{base}.{method}", bound=True)
         return None
 

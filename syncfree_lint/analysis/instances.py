@@ -3,8 +3,9 @@
 ``meter = utils.AverageMeter()`` makes ``meter.update(x)`` run ``AverageMeter.update``;
 ``criterion = PairLoss(0.1)`` makes ``criterion(x, y)`` run ``PairLoss.__call__``; a parameter
 annotated with a class (``def step(meter: Meter)``) holds an instance of it. A class is a local
-class of the file, or an imported capitalised name (classes are capitalised; a factory function's
-result stays unknown). ``self.x = Cls()`` attributes live on the class frame
+class of the file, or an imported capitalised name (classes are capitalised); a factory's result
+is an instance when the factory returns one (its return kind, ``object_kind``, learned across
+files by ``run_kinds``). ``self.x = Cls()`` attributes live on the class frame
 (``ClassFrame.attr_classes``); this table holds the names of functions and of the module.
 """
 from __future__ import annotations

@@ -14,6 +14,7 @@ from syncfree_lint.analysis.scope import (
 )
 from syncfree_lint.config import Config, ConfigError, config_from_table
 from syncfree_lint.knowledge import frequency as facts
+from syncfree_lint.knowledge.callables import BUILTIN_BASES
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -467,3 +468,20 @@ def test_builtins_that_keep_a_tensor(expr: str, expected: bool) -> None:
     """)
     found = {d.code for d in engine.lint_text("t.py", source, Config())}
     assert ("SFL106" in found) is expected
+
+
+def _edges_of(source: str):
+    from syncfree_lint import engine
+    from syncfree_lint.config import Config
+
+    config = Config()
+    facts = engine.lint_source("pkg/train.py", source, config, config.enabled_codes(engine.DEFAULTS))
+    return [edge.target for edge in facts.edges if edge.imported]
+
+
+@pytest.mark.parametrize("base", sorted(BUILTIN_BASES))
+def test_methods_of_builtin_bases_are_never_looked_up_in_the_run(base: str) -> None:
+    body = f"class Table({base}):\n    def fit(self, loader):\n        for batch in loader:\n            self.record(batch)\n"
+    assert _edges_of(body) == []
+    imported = "from pkg.base import Recorder\n" + body.replace(f"({base})", "(Recorder)")
+    assert _edges_of(imported) == ["pkg.base.Recorder.record"]  # a project base: the run resolves it
