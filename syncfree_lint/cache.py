@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 from typing import Any, Optional, Sequence
 
 from syncfree_lint import __version__
@@ -69,6 +70,8 @@ class Cache:
         digest = hashlib.blake2b(self.salt + b"run\0", digest_size=20)
         for path in paths:
             try:
+                if not stat.S_ISREG(os.stat(path).st_mode):
+                    return None  # a FIFO would block the read: no entry for such a run
                 with open(path, "rb") as handle:
                     data = handle.read()
             except OSError:
