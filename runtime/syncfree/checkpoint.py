@@ -216,10 +216,10 @@ def _prepare_metric_load(metric: Any, sd: Any, strict: bool) -> Dict[str, Tensor
     for key in ("states", "reductions"):
         if key not in sd:
             raise ValueError(f"{name} checkpoint is missing the {key!r} field")
-    own = metric.state.local()
     saved = sd["states"]
     if sd["_version"] != VERSION:
         saved = metric.upgrade_states(sd["_version"], dict(saved))
+    own = metric.load_targets(saved)
     missing = [k for k in own if k not in saved]
     unexpected = [k for k in saved if k not in own]
     if missing or (strict and unexpected):
@@ -246,7 +246,7 @@ def _prepare_metric_load(metric: Any, sd: Any, strict: bool) -> Dict[str, Tensor
 
 
 def _apply_metric_load(metric: Any, values: Mapping[str, Tensor]) -> None:
-    metric.state.load(values)
+    metric.load_values(values)
 
 
 def load_collection(collection: Any, sd: Any, strict: bool = True) -> None:

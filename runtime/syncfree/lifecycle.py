@@ -14,7 +14,8 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Sequence, Tuple
 
 from torch import Tensor
 
-from syncfree.distributed import Entry, SyncRecord, start_sync, sync_for_compute
+from syncfree.agreement import agree_sizes
+from syncfree.distributed import Entry, SyncRecord, is_distributed, start_sync, sync_for_compute
 from syncfree.state import MetricState
 
 # (metric name for messages, counter tensor, policy "error" | "warn", message template)
@@ -59,12 +60,19 @@ class SyncLifecycle:
         """The process group syncs use when none is given (torchmetrics' ``process_group``)."""
         return self._default_group
 
+    def _agree_sizes(self, group: Any) -> None:
+        """Before a collective: ranks agree on state sizes learned from batches (:mod:`syncfree.agreement`)
+        of this owner's metrics (a collection's members, or the metric itself)."""
+        if is_distributed(group):
+            agree_sizes(type(self).__name__, self._sub_owners() or (self,), group)
+
     def _entries(self, parts: Sequence[SyncPart]) -> List[Entry]:
         return [(part.prefix + name, part.state, name) for part in parts for name in part.state.reductions]
 
     def trigger_sync(self, group: Any = None) -> None:
         """Start the all_reduce of every state, one per (dtype, reduce op) bucket (``async_op=True``)."""
         group = group if group is not None else self._default_group
+        self._agree_sizes(group)
         parts = self.sync_parts()
         pending = start_sync(type(self).__name__, self._sync_record, self._entries(parts), group)
         if pending is not None:
@@ -130,6 +138,7 @@ class SyncLifecycle:
         todo = [part for part in parts if part.sync_on_compute]
         reduced: Dict[str, Dict[str, Tensor]] = {}
         if todo:
+            self._agree_sizes(self._default_group)  # may reshape states in place (same objects)
             reduced = sync_for_compute(type(self).__name__, self._sync_record, self._entries(todo),
                                        self._default_group)
         out: List[Mapping[str, Tensor]] = []

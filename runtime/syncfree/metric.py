@@ -287,6 +287,24 @@ class Metric(nn.Module, SyncLifecycle):
         """The result from ``states`` (device tensors, no host sync)."""
         raise NotImplementedError(f"{type(self).__name__} must implement _compute(states)")
 
+    def _settle(self, *args: Any, **kwargs: Any) -> None:
+        """Hook before ``_accumulate``: fix state shapes the batch decides (host facts only)."""
+
+    def size_to_agree(self) -> Optional[int]:
+        """A size its own batches decided, not yet agreed across ranks (0: none yet); else None."""
+        return None
+
+    def agree_size(self, size: int) -> None:
+        """Take the size every rank agreed on (see :mod:`syncfree.agreement`)."""
+
+    def load_targets(self, saved: Mapping[str, Tensor]) -> Dict[str, Tensor]:
+        """The states a checkpoint ``saved`` is loaded into (their shapes are checked against it)."""
+        return self.local_states()
+
+    def load_values(self, values: Mapping[str, Tensor]) -> None:
+        """Copy checkpoint ``values`` (shaped as ``load_targets``) into the local states."""
+        self.state.load(values)
+
     # ---- lifecycle ----------------------------------------------------------------------
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Add one batch to the local states, in place, without a host sync."""
@@ -297,6 +315,7 @@ class Metric(nn.Module, SyncLifecycle):
     def update_group(self, *args: Any, **kwargs: Any) -> None:
         """``update`` of the states this metric holds, also when a compute group shares them (what
         a collection calls once per group)."""
+        self._settle(*args, **kwargs)
         if _validation.eager() and not torch.compiler.is_compiling():
             batch = self.batch_states(*args, **kwargs)
             self.check_batch_now(batch)  # raises before the batch touches the states
@@ -315,6 +334,7 @@ class Metric(nn.Module, SyncLifecycle):
         Checks the author's contract: ``_accumulate`` writes the scratch ``S`` it is given, never the
         metric's own states (:class:`~syncfree.state.StateContractError` otherwise).
         """
+        self._settle(*args, **kwargs)
         state = self.state
         scratch = state.scratch()
         if torch.compiler.is_compiling():
@@ -428,7 +448,9 @@ class Metric(nn.Module, SyncLifecycle):
 
     def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
                               missing_keys: List[str], unexpected_keys: List[str], error_msgs: List[str]) -> None:
-        for name, t in self.local_states().items():
+        saved = {name: state_dict[prefix + name] for name in self.local_states() if prefix + name in state_dict}
+        values: Dict[str, Tensor] = {}
+        for name, t in self.load_targets(saved).items():
             key = prefix + name
             if key not in state_dict:
                 if self._persistent and strict:
@@ -438,7 +460,9 @@ class Metric(nn.Module, SyncLifecycle):
             if not isinstance(value, Tensor) or tuple(value.shape) != tuple(t.shape):
                 error_msgs.append(f"{key}: expected a tensor of shape {tuple(t.shape)} for this metric state")
                 continue
-            self.state.load({name: value.detach()})
+            values[name] = value.detach()
+        if values:
+            self.load_values(values)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 

@@ -202,9 +202,13 @@ class R2Score(Metric):
 
     States (one flat float tensor, one ``add_`` per update): the sum of squared targets
     (``sum_squared_error``, torchmetrics' name), the sum of targets (``sum_error``), the residual
-    sum of squares (``residual``), and the int64 sample count ``total``. The number of outputs
-    must be fixed up front: ``num_outputs`` (a syncfree argument; torchmetrics infers it from the
-    first batch), 1 for 1-d inputs, ``k`` for ``(N, k)`` inputs.
+    sum of squares (``residual``), and the int64 sample count ``total``. The number of outputs is
+    the width of the first batch's ``preds`` (1-d or ``(N, 1)``: 1; ``(N, k)``: ``k``), as in
+    torchmetrics; later batches must have it. In a distributed run the ranks agree on it at the
+    first sync (:mod:`syncfree.agreement`: one small all_reduce, so a rank that saw no batch
+    sends the same buckets; under NCCL that agreement reads one value to the host, once).
+    ``num_outputs=k`` (a syncfree argument) fixes it up front: no agreement, and a batch of
+    another width raises at ``update``.
 
     torchmetrics raises at ``compute`` when fewer than two samples were seen; reading the count
     is a host sync, so ``compute`` returns NaN then and :func:`syncfree.to_host` /
@@ -212,20 +216,23 @@ class R2Score(Metric):
     when ``adjusted >= total - 1``, as torchmetrics does (decided on the device, without its warning).
     """
     higher_is_better = True
+    _agreed = True  # (instances set it; pickles of older releases had num_outputs fixed)
 
-    def __init__(self, adjusted: int = 0, multioutput: str = "uniform_average", num_outputs: int = 1,
-                 **kwargs: Any) -> None:
+    def __init__(self, adjusted: int = 0, multioutput: str = "uniform_average",
+                 num_outputs: Optional[int] = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(adjusted, bool) or not isinstance(adjusted, int) or adjusted < 0:
             raise ValueError(f"R2Score: adjusted must be an int >= 0, got {adjusted!r}")
         if multioutput not in _MULTIOUTPUT:
             raise ValueError(f"R2Score: multioutput must be one of {_MULTIOUTPUT}, got {multioutput!r}")
-        if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
-            raise ValueError(f"R2Score: num_outputs must be a positive int, got {num_outputs!r}")
+        if num_outputs is not None and (isinstance(num_outputs, bool) or not isinstance(num_outputs, int)
+                                        or num_outputs < 1):
+            raise ValueError(f"R2Score: num_outputs must be a positive int or None, got {num_outputs!r}")
         self.adjusted = adjusted
         self.multioutput = multioutput
-        self.num_outputs = num_outputs
-        shape = () if num_outputs == 1 else (num_outputs,)
+        self.num_outputs = num_outputs  # None: the first batch decides
+        self._agreed = num_outputs is not None  # whether every rank is known to hold this width
+        shape = () if num_outputs in (None, 1) else (num_outputs,)
         self.add_state_group("_sums", [("sum_squared_error", shape, "sum"), ("sum_error", shape, "sum"),
                                        ("residual", shape, "sum")], self.dtype)
         self.add_state("total", (), torch.int64, "sum")
@@ -234,17 +241,49 @@ class R2Score(Metric):
         states = self.states() if states is None else states
         return [((states["total"] < 2).to(torch.int64), "error", _FEW_SAMPLES)]
 
+    # ---- the number of outputs, from the first batch -------------------------------------------
+    def _set_outputs(self, k: int) -> None:
+        self.num_outputs = k
+        shape = () if k == 1 else (k,)
+        self.state.reshape({"sum_squared_error": shape, "sum_error": shape, "residual": shape})
+
+    def _settle(self, preds: Any = None, target: Any = None, *args: Any, **kwargs: Any) -> None:
+        if self.num_outputs is None and isinstance(preds, Tensor) and preds.ndim in (1, 2):
+            self._set_outputs(preds.shape[1] if preds.ndim == 2 else 1)
+
+    def size_to_agree(self) -> Optional[int]:
+        return None if self._agreed else (self.num_outputs or 0)
+
+    def agree_size(self, size: int) -> None:
+        if self.num_outputs is None:
+            self._set_outputs(size)
+        self._agreed = True
+
+    def load_targets(self, saved: Mapping[str, Tensor]) -> Dict[str, Tensor]:
+        own = self.local_states()
+        residual = saved.get("residual")
+        if self.num_outputs is None and isinstance(residual, Tensor) and residual.ndim == 1:
+            shape = tuple(residual.shape)  # a checkpoint of k outputs: load into states of that width
+            own.update({name: own[name].new_zeros(shape) for name in ("sum_squared_error", "sum_error", "residual")})
+        return own
+
+    def load_values(self, values: Mapping[str, Tensor]) -> None:
+        residual = values.get("residual")
+        if self.num_outputs is None and residual is not None:
+            self._set_outputs(residual.shape[0] if residual.ndim == 1 else 1)
+        super().load_values(values)
+
     def _accumulate(self, S: Any, preds: Tensor, target: Tensor) -> None:
         owner = type(self).__name__
         _check_pair(owner, preds, target)
-        k = self.num_outputs
         if preds.ndim > 2:
             raise ValueError(f"{owner}.update: preds and target must be 1-d or 2-d, got {tuple(preds.shape)}")
+        k = self.num_outputs or 1
         cols = preds.shape[1] if preds.ndim == 2 else 1
-        if cols != k or (k > 1 and preds.ndim != 2):
+        if cols != k:
             raise ValueError(
-                f"{owner}.update: got preds of shape {tuple(preds.shape)} with num_outputs={k}; syncfree needs "
-                f"the number of outputs up front: pass R2Score(num_outputs={cols}) for ({'N, ' + str(cols)}) inputs"
+                f"{owner}.update: got preds of shape {tuple(preds.shape)}, but this R2Score has {k} output(s) "
+                f"(from its first batch, a checkpoint or num_outputs=): every batch must have the same width"
             )
         dtype = self._dtype
         if preds.dtype != dtype or target.dtype != dtype:

@@ -118,6 +118,29 @@ class MetricState:
         self._bind()
         self.fill_neutral(self.view)
 
+    def reshape(self, shapes: Mapping[str, Sequence[int]]) -> None:
+        """Give the states named in ``shapes`` new shapes (their flat tensors rebuilt, neutral, on the
+        same device and dtype). Only for states that never took a value: a metric whose shapes come
+        from its first batch (``R2Score`` without ``num_outputs``)."""
+        if not self.pristine:
+            raise RuntimeError("metric states that hold values cannot change shape; reset() the metric first")
+        for flat, slots in self.layout.items():
+            if not any(name in shapes for name, _, _ in slots):
+                continue
+            old = self.flats[flat]
+            scratch = old.numel() - sum(math.prod(shape) for _, _, shape in slots)
+            new_slots: List[Slot] = []
+            offset = 0
+            for name, _, shape in slots:
+                shape = tuple(shapes.get(name, shape))
+                new_slots.append((name, offset, shape))
+                offset += math.prod(shape)
+            self.layout[flat] = new_slots
+            self.flats[flat] = old.new_zeros(offset + scratch)
+        self.synced = {}
+        self._bind()
+        self.fill_neutral(self.view)
+
     def signature(self) -> Tuple[Any, ...]:
         """(name, shape, dtype, op) of every state: equal signatures hold interchangeable states."""
         return tuple((name, shape, str(self.flats[flat].dtype), self.reductions[name])

@@ -145,3 +145,78 @@ def test_states_pickled_before_per_member_synced_copies_still_load():
     twin = syncfree.SumMetric.__new__(syncfree.SumMetric)
     twin.__setstate__(legacy)
     assert twin.sync_token is not m.sync_token and twin.compute().item() == 2.0
+
+
+# ---- R2Score without num_outputs: the ranks agree on the width the batches gave ----------------
+def _r2_batch(rank, cols=3, n=5):
+    g = torch.Generator().manual_seed(200 + rank)
+    target = torch.randn(n, cols, generator=g)
+    return target + torch.randn(n, cols, generator=g), target
+
+
+def _r2_some_ranks_without_batches(rank, world, explicit):
+    calls = _count_all_reduce()
+    coll = syncfree.MetricCollection({"r2": syncfree.R2Score(multioutput="raw_values"),
+                                      "mse": syncfree.MeanSquaredError()})
+    if rank % 2 == 0:  # odd ranks see no batch: they cannot know the width alone
+        coll["r2"].update(*_r2_batch(rank))
+    if explicit:
+        coll.sync()
+        first = list(calls)
+        coll.sync()
+        second = list(calls[len(first):])
+        got = coll["r2"].compute() if not coll["r2"].sync_on_compute else None
+        calls.clear()
+    computed = coll.compute()["r2"].tolist()
+    return {"computed": computed, "after_compute": list(calls), "width": coll["r2"].num_outputs,
+            "first": first if explicit else None, "second": second if explicit else None,
+            "synced": got.tolist() if explicit and got is not None else None}
+
+
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("explicit", [False, True])
+def test_r2_ranks_without_a_batch_take_the_width_the_others_saw(world, explicit):
+    results = _ok(_launch(_r2_some_ranks_without_batches, world, explicit=explicit))
+    alone = syncfree.R2Score(multioutput="raw_values")
+    for rank in range(0, world, 2):
+        alone.update(*_r2_batch(rank))
+    want = alone.compute().tolist()
+    for r in results.values():
+        assert r["width"] == 3
+        assert r["computed"] == pytest.approx(want)
+    if explicit:
+        for r in results.values():  # the agreement (one all_reduce) at the first sync only
+            assert len(r["first"]) == len(r["second"]) + 1 and r["first"][0] == ("torch.int64", 2)
+            assert r["after_compute"] == r["second"]
+
+
+def _r2_widths_differ(rank, world):
+    r2 = syncfree.R2Score()
+    r2.update(*_r2_batch(rank, cols=2 + rank))
+    try:
+        r2.compute()
+    except RuntimeError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_r2_ranks_that_saw_different_widths_all_raise_the_same_error():
+    results = _ok(_launch(_r2_widths_differ, 2, pg_timeout=30))
+    assert results[0] == results[1]  # every rank raises, none waits in a collective alone
+    assert "different ones (2 on one rank, 3 on another)" in results[0] and "num_outputs=" in results[0]
+
+
+def _r2_no_rank_saw_a_batch(rank, world):
+    r2 = syncfree.R2Score()
+    first = r2.compute()
+    r2.update(*_r2_batch(rank, cols=2)) if rank == 1 else None
+    return {"first": first.tolist(), "second": r2.compute().tolist(), "width": r2.num_outputs}
+
+
+def test_r2_width_is_decided_at_the_first_sync_after_some_rank_saw_a_batch():
+    results = _ok(_launch(_r2_no_rank_saw_a_batch, 2))
+    alone = syncfree.R2Score()
+    alone.update(*_r2_batch(1, cols=2))
+    for r in results.values():
+        assert r["width"] == 2 and r["second"] == pytest.approx(alone.compute().item())
+        assert r["first"] != r["first"]  # NaN: no sample anywhere

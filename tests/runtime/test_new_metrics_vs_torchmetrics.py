@@ -149,8 +149,10 @@ def test_mape_zero_target_and_nan():
 @pytest.mark.parametrize("multioutput", ["uniform_average", "raw_values", "variance_weighted"])
 @pytest.mark.parametrize("cols", [1, 3])
 @pytest.mark.parametrize("adjusted", [0, 2])
-def test_r2(seed, multioutput, cols, adjusted):
-    ours = syncfree.R2Score(adjusted=adjusted, multioutput=multioutput, num_outputs=cols)
+@pytest.mark.parametrize("given", [True, False])
+def test_r2(seed, multioutput, cols, adjusted, given):
+    # given=False: the number of outputs comes from the first batch, as in torchmetrics
+    ours = syncfree.R2Score(adjusted=adjusted, multioutput=multioutput, num_outputs=cols if given else None)
     ref = tmr.R2Score(adjusted=adjusted, multioutput=multioutput)
     # the empty batch and the single sample of SIZES would make torchmetrics' forward raise (< 2 samples)
     _close(*_run(ours, ref, _reg_batches(seed, cols)), tol=1e-4)
@@ -160,6 +162,8 @@ def test_r2(seed, multioutput, cols, adjusted):
 def test_r2_forward_batches(seed):
     ours, ref = syncfree.R2Score(num_outputs=2), tmr.R2Score()
     _close(*_run(ours, ref, _reg_batches(seed, 2, sizes=[5, 9, 3]), forward=True), tol=1e-4)
+    ours, ref = syncfree.R2Score(multioutput="raw_values"), tmr.R2Score(multioutput="raw_values")
+    _close(*_run(ours, ref, _reg_batches(seed, 3, sizes=[5, 9, 3]), forward=True), tol=1e-4)
 
 
 def test_r2_constant_target_and_perfect_fit():
@@ -191,13 +195,46 @@ def test_r2_fewer_than_two_samples_is_reported_not_synced():
     assert isinstance(syncfree.to_host(ours), float)
 
 
-def test_r2_needs_num_outputs_for_2d_inputs():
-    with pytest.raises(ValueError, match=r"R2Score\(num_outputs=3\)"):
-        syncfree.R2Score().update(torch.randn(4, 3), torch.randn(4, 3))
+def test_r2_takes_its_width_from_the_first_batch_and_keeps_it():
+    r2 = syncfree.R2Score(multioutput="raw_values")
+    assert r2.num_outputs is None and r2.compute().shape == ()  # nothing seen: NaN, one value
+    r2.update(torch.randn(4, 3), torch.randn(4, 3))
+    assert r2.num_outputs == 3 and r2.compute().shape == (3,)
+    with pytest.raises(ValueError, match=r"has 3 output\(s\)"):
+        r2.update(torch.randn(4, 2), torch.randn(4, 2))
+    r2.reset()  # the width stays (every rank agreed on it)
+    with pytest.raises(ValueError, match=r"has 3 output\(s\)"):
+        r2.update(torch.randn(5), torch.randn(5))
+    fixed = syncfree.R2Score(num_outputs=2)
+    with pytest.raises(ValueError, match=r"has 2 output\(s\)"):
+        fixed.update(torch.randn(4, 3), torch.randn(4, 3))
+    with pytest.raises(ValueError, match="num_outputs"):
+        syncfree.R2Score(num_outputs=0)
     with pytest.raises(ValueError, match="multioutput"):
         syncfree.R2Score(multioutput="median")
     with pytest.raises(ValueError, match="adjusted"):
         syncfree.R2Score(adjusted=-1)
+
+
+def test_r2_checkpoint_of_an_inferred_width_loads_into_a_fresh_metric():
+    preds, target = torch.randn(6, 3), torch.randn(6, 3)
+    r2 = syncfree.R2Score(multioutput="raw_values")
+    r2.update(preds, target)
+    want = r2.compute()
+    fresh = syncfree.R2Score(multioutput="raw_values")
+    fresh.load_state_dict(r2.state_dict())
+    assert fresh.num_outputs == 3 and torch.allclose(fresh.compute(), want)
+    fresh.update(preds, target)  # the loaded width is its width
+    # as a module's member: the parent's state_dict round trip
+    parent, twin = torch.nn.Module(), torch.nn.Module()
+    parent.r2, twin.r2 = r2, syncfree.R2Score(multioutput="raw_values")
+    r2.persistent(True)
+    twin.r2.persistent(True)
+    twin.load_state_dict(parent.state_dict())
+    assert twin.r2.num_outputs == 3 and torch.allclose(twin.r2.compute(), want)
+    # a width the metric was built with must match
+    with pytest.raises(ValueError, match="shape"):
+        syncfree.R2Score(num_outputs=2).load_state_dict(r2.state_dict())
 
 
 # ---- binary and multiclass stat scores --------------------------------------------------------

@@ -74,13 +74,15 @@ def test_the_checker_finds_a_lazy_import_cycle(tmp_path: Path) -> None:
 
 
 def test_layers_go_one_way() -> None:
-    """state <- distributed <- lifecycle <- metric <- collection; host and checkpoint know no metric."""
+    """state <- distributed <- agreement <- lifecycle <- metric <- collection; host and checkpoint know
+    no metric."""
     edges = graph()
     assert edges["syncfree.state"] == set()
     assert edges["syncfree.host"] == set()
     assert edges["syncfree.checkpoint"] <= {"syncfree.state"}
     assert edges["syncfree.distributed"] <= {"syncfree.state"}
-    assert edges["syncfree.lifecycle"] <= {"syncfree.state", "syncfree.distributed"}
+    assert edges["syncfree.agreement"] <= {"syncfree.distributed"}
+    assert edges["syncfree.lifecycle"] <= {"syncfree.state", "syncfree.distributed", "syncfree.agreement"}
     assert "syncfree.collection" not in edges["syncfree.metric"]
     assert "syncfree" not in set().union(*(e for name, e in edges.items() if name != "syncfree"))
 
