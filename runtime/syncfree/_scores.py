@@ -1,10 +1,14 @@
-"""tp/fp/tn/fn -> score, for every stat-score metric: binary and multiclass
-(:mod:`syncfree.classification`, :mod:`syncfree.scores`) and multilabel (:mod:`syncfree.multilabel`);
-torchmetrics' ``_*_reduce`` functions, written without host syncs. F1 is F-beta with beta = 1."""
+"""The stat-score core of every stat-score metric: binary and multiclass
+(:mod:`syncfree.classification`, :mod:`syncfree.scores`) and multilabel (:mod:`syncfree.multilabel`).
+
+Their states are confusion matrices of two layouts (a ``C x C`` matrix of target and pred class,
+or a ``2 x 2 x L`` matrix per label); :func:`multiclass_stats` and :func:`multilabel_stats` read
+tp/fp/tn/fn from them, and :func:`reduce` turns tp/fp/tn/fn into the score: torchmetrics'
+``_*_reduce`` functions, written without host syncs. F1 is F-beta with beta = 1."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import torch
 from torch import Tensor
@@ -20,6 +24,25 @@ def check_beta(owner: str, beta: Any) -> float:
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta > 0:
         raise ValueError(f"{owner}: beta must be a float larger than 0, got {beta!r}")
     return float(beta)
+
+
+def multiclass_stats(states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
+    """Per-class tp/fp/tn/fn (one class against the rest) from a ``C x C`` ``confmat`` (rows: target);
+    states that already hold tp/fp/tn/fn (the layout of many classes) are returned as they are."""
+    if "confmat" not in states:
+        return dict(states)
+    cm = states["confmat"]
+    tp = cm.diagonal()
+    fp = cm.sum(0) - tp
+    fn = cm.sum(1) - tp
+    tn = cm.sum() - tp - fp - fn
+    return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+
+
+def multilabel_stats(states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
+    """Per-label tp/fp/tn/fn from a ``2 x 2 x L`` ``confmat`` (target, pred, label)."""
+    cm = states["confmat"]
+    return {"tp": cm[1, 1], "fp": cm[0, 1], "tn": cm[0, 0], "fn": cm[1, 0]}
 
 
 def div(num: Tensor, den: Tensor, zero: float, dtype: torch.dtype) -> Tensor:

@@ -57,18 +57,6 @@ from syncfree._labels import (
 from syncfree.metric import host_scalar
 
 
-def _stats_of(states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
-    """Per-class tp/fp/tn/fn, from the confusion matrix when that is the layout."""
-    if "confmat" not in states:
-        return states  # type: ignore[return-value]
-    cm = states["confmat"]
-    tp = cm.diagonal()
-    fp = cm.sum(0) - tp
-    fn = cm.sum(1) - tp
-    tn = cm.sum() - tp - fp - fn
-    return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
-
-
 # ---- bases --------------------------------------------------------------------------------
 class _BinaryStatScores(_Labels):
     _kind = ""
@@ -93,7 +81,7 @@ class _BinaryStatScores(_Labels):
     _accumulate = _Labels._binary_update
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        stats = {name: value[1] for name, value in _stats_of(states).items()}
+        stats = {name: value[1] for name, value in _scores.multiclass_stats(states).items()}
         return _scores.reduce(self._kind, stats, "binary", zero=self.zero_division, dtype=self.dtype)
 
 
@@ -141,7 +129,7 @@ class _MulticlassStatScores(_Labels):
         S._bad_label_count.add_(bad)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        return _scores.reduce(self._kind, _stats_of(states), self.average, top_k=self.top_k,
+        return _scores.reduce(self._kind, _scores.multiclass_stats(states), self.average, top_k=self.top_k,
                               zero=self.zero_division, dtype=self.dtype)
 
 

@@ -122,12 +122,8 @@ class _MultilabelStatScores(Metric):
         index = torch.add(labels, row, alpha=L).reshape(-1)
         S._hist.put_(index, torch.ones_like(index), accumulate=True)
 
-    def _stats(self, states: Mapping[str, Tensor]) -> Dict[str, Tensor]:
-        cm = states["confmat"]
-        return {"tp": cm[1, 1], "fp": cm[0, 1], "tn": cm[0, 0], "fn": cm[1, 0]}
-
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        return _scores.reduce(self._kind, self._stats(states), self.average, multilabel=True,
+        return _scores.reduce(self._kind, _scores.multilabel_stats(states), self.average, multilabel=True,
                               zero=self.zero_division, beta=self.beta, dtype=self.dtype)
 
 

@@ -20,16 +20,14 @@ from syncfree.classification import (
     MulticlassConfusionMatrix,
     _BinaryStatScores,
     _MulticlassStatScores,
-    _stats_of,
 )
-
 
 
 class _BinaryReduced(_BinaryStatScores):
     beta = 1.0
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        stats = {name: value[1] for name, value in _stats_of(states).items()}
+        stats = {name: value[1] for name, value in _scores.multiclass_stats(states).items()}
         return _scores.reduce(self._kind, stats, "binary", zero=self.zero_division, beta=self.beta, dtype=self.dtype)
 
 
@@ -37,7 +35,7 @@ class _MulticlassReduced(_MulticlassStatScores):
     beta = 1.0
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tensor:
-        return _scores.reduce(self._kind, _stats_of(states), self.average, top_k=self.top_k,
+        return _scores.reduce(self._kind, _scores.multiclass_stats(states), self.average, top_k=self.top_k,
                               zero=self.zero_division, beta=self.beta, dtype=self.dtype)
 
 
