@@ -14,10 +14,12 @@ torchmetrics; NaN preds are never positive (``NaN >= t`` is false).
 Deferred: bad targets are reported by :func:`syncfree.to_host` / ``compute(check=True)``
 (``ValueError`` with ``validate_args=True``, a warning otherwise). Raised at update: non-float preds,
 float targets, shapes that differ (``ValueError``, as torchmetrics).
-``thresholds=None`` (torchmetrics' default, the exact value): ``BinaryAUROC`` and
-``BinaryAveragePrecision`` keep the samples in a bounded device buffer (``capacity=``, see
-:mod:`syncfree.exact_curves`). Not supported (``TypeError``): ``thresholds=None`` for ``BinaryROC``
-and ``BinaryPrecisionRecallCurve`` (a curve of data-dependent length); ``BinaryAUROC(max_fpr=...)``.
+``thresholds=None`` (torchmetrics' default, the exact value): every metric here keeps the samples
+in a bounded device buffer (``capacity=``, see :mod:`syncfree.exact_curves`). ``BinaryAUROC`` and
+``BinaryAveragePrecision`` compute from it without a host read; the exact ``BinaryROC`` and
+``BinaryPrecisionRecallCurve`` have one point per distinct score, so their ``compute`` reads the
+curve's length (and the check counters, reported there). Not supported (``TypeError``):
+``BinaryAUROC(max_fpr=...)``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import torch
 from torch import Tensor
 
 from syncfree import exact_curves
+from syncfree.host import report_counters
 from syncfree.metric import Metric
 
 _BAD = ("{metric}: {count} target value(s) that are not 0, 1 or ignore_index were excluded")
@@ -38,13 +41,6 @@ Thresholds = Union[int, List[float], Tensor, None]
 
 
 def _thresholds(owner: str, thresholds: Thresholds) -> Tensor:
-    if thresholds is None:
-        raise TypeError(
-            f"{owner}: thresholds=None (the exact curve) has one point per distinct prediction, a length "
-            "known only by reading the data (a host sync). Pass thresholds=<int> (e.g. thresholds=200 for "
-            "linspace(0, 1, 200)), a list of floats or a 1-d tensor; the exact AUROC and AveragePrecision "
-            "take thresholds=None (a bounded sample buffer, capacity=)."
-        )
     if isinstance(thresholds, bool) or not isinstance(thresholds, (int, list, Tensor)):
         raise ValueError(f"{owner}: thresholds must be an int, a list of floats or a 1-d tensor, got {thresholds!r}")
     if isinstance(thresholds, int):
@@ -88,7 +84,6 @@ def _count_at_most(sorted_thresholds: Tensor, p: Tensor) -> Tensor:
 class _BinnedBinary(Metric):
     """Per-threshold binary confusion counts (see the module docstring)."""
 
-    _exact_scores = False  # True: thresholds=None keeps the samples (syncfree.exact_curves)
     thresholds: Optional[Tensor]  # None: exact (thresholds=None)
 
     def __init__(self, thresholds: Thresholds, ignore_index: Optional[int], validate_args: bool,
@@ -99,7 +94,7 @@ class _BinnedBinary(Metric):
             raise ValueError(f"{owner}: ignore_index must be None or an int, got {ignore_index!r}")
         self.ignore_index = ignore_index
         self.validate_args = validate_args
-        self.capacity = exact_curves.check_capacity(owner, capacity, thresholds) if self._exact_scores else None
+        self.capacity = exact_curves.check_capacity(owner, capacity, thresholds)
         if self.capacity is not None:
             self.thresholds = None
             exact_curves.add_buffer(self, self.capacity, 2)  # (pred, target + 1)
@@ -188,6 +183,13 @@ class _BinnedBinary(Metric):
         value = score(scores.T, (labels == 1).unsqueeze(0), used.unsqueeze(0))[0].to(scores.dtype)
         return exact_curves.flag_overflow(value, states)
 
+    def _exact_curve(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+        """(fps, tps, thresholds) at every distinct score of the samples in ``states``: their check
+        counters are read and reported first, then the curve's length (see :mod:`syncfree.exact_curves`)."""
+        report_counters(self._counters([states]))
+        scores, labels, used = exact_curves.split(states)
+        return exact_curves.clf_curves(scores.T, (labels == 1).unsqueeze(0), used.unsqueeze(0))[0]
+
     def _stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """(tps, fps, tns, fns) per threshold, in the order the thresholds were given."""
         counts = states["counts"]
@@ -212,33 +214,37 @@ class _BinnedBinary(Metric):
 
 
 class BinaryPrecisionRecallCurve(_BinnedBinary):
-    """(precision, recall, thresholds) at the given thresholds (precision ends with 1, recall with 0)."""
+    """(precision, recall, thresholds) at the given thresholds (precision ends with 1, recall with 0);
+    ``thresholds=None``: the exact curve, whose ``compute`` reads its length (one host read)."""
 
     def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
-                 validate_args: bool = True, **kwargs: Any) -> None:
-        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+                 validate_args: bool = True, capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(thresholds, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        if self.capacity is not None:
+            return exact_curves.pr_points(*self._exact_curve(states))
         precision, recall = self._pr_curve(states)
         return precision, recall, self._binned_thresholds().clone()
 
 
 class BinaryROC(_BinnedBinary):
-    """(fpr, tpr, thresholds), thresholds in decreasing order (as torchmetrics)."""
+    """(fpr, tpr, thresholds), thresholds in decreasing order (as torchmetrics); ``thresholds=None``:
+    the exact curve, whose ``compute`` reads its length (one host read)."""
 
     def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
-                 validate_args: bool = True, **kwargs: Any) -> None:
-        super().__init__(thresholds, ignore_index, validate_args, kwargs)
+                 validate_args: bool = True, capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(thresholds, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        if self.capacity is not None:
+            return exact_curves.roc_points(*self._exact_curve(states))
         return self._roc(states)
 
 
 class BinaryAUROC(_BinnedBinary):
     """Area under the binned ROC curve (trapezoidal rule)."""
     higher_is_better = True
-
-    _exact_scores = True
 
     def __init__(self, max_fpr: Optional[float] = None, thresholds: Thresholds = None,
                  ignore_index: Optional[int] = None, validate_args: bool = True, capacity: Optional[int] = None,
@@ -261,7 +267,6 @@ class BinaryAUROC(_BinnedBinary):
 class BinaryAveragePrecision(_BinnedBinary):
     """Average precision: the step-wise area under the binned precision-recall curve."""
     higher_is_better = True
-    _exact_scores = True
 
     def __init__(self, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
                  validate_args: bool = True, capacity: Optional[int] = None, **kwargs: Any) -> None:

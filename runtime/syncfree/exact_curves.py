@@ -17,16 +17,22 @@ naming ``capacity=`` and ``thresholds=``.
 The scores (AUROC, average precision) are exact, torchmetrics' values, without data-dependent
 shapes (so without a host read): the samples are sorted by score, and every sample is a point of
 the curve evaluated at its score's tie group (``searchsorted``), so the samples of one tie group
-are one repeated point, which adds zero area. (The curves themselves, ``BinaryROC`` and
-``BinaryPrecisionRecallCurve``, have one point per distinct score: a data-dependent length, so
-they keep ``thresholds=``.)
+are one repeated point, which adds zero area.
+
+The curves themselves (ROC and precision-recall curves with ``thresholds=None``) have one point
+per distinct score: their length is the data's, so their ``compute`` reads it (:func:`clf_curves`:
+one host read of every curve's length; the points are then taken with ``nonzero_static``, no
+further read). Before that, in the same ``compute``, the check counters are read and reported
+(an overflow raises there instead of giving a NaN curve). Update, forward's accumulation and
+sync stay sync-free; read an exact curve where the host wants it anyway (once per epoch, to plot or
+log it), or pass ``thresholds=`` for a curve that ``compute`` returns without a read.
 """
 
 from __future__ import annotations
 
 import math
 from types import SimpleNamespace
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -145,3 +151,51 @@ def average_precision(scores: Tensor, positive: Tensor, used: Tensor, no_positiv
 def flag_overflow(value: Tensor, states: Mapping[str, Tensor]) -> Tensor:
     """``value``, or NaN where samples were dropped (on the device; the check counter says why)."""
     return torch.where(states["_dropped"] > 0, torch.full_like(value, math.nan), value)
+
+
+def clf_curves(scores: Tensor, positive: Tensor, used: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]:
+    """torchmetrics' ``_binary_clf_curve`` of each of K rows (K x M inputs; ``used``: which entries are
+    samples): ``(fps, tps, thresholds)`` at every distinct score, scores decreasing. ONE host read
+    (the K curves' lengths: only the data knows them)."""
+    M = scores.shape[-1]
+    s = torch.where(used, scores, -math.inf)  # scores are probabilities: an unused entry sorts last
+    s, order = torch.sort(s, dim=-1, descending=True, stable=True)
+    tps_all = (positive & used).gather(-1, order).to(scores.dtype).cumsum(-1)
+    ends = torch.ones_like(s, dtype=torch.bool)
+    ends[..., :-1] = s[..., :-1] != s[..., 1:]  # the last sample of each tie group (NaN: each its own)
+    ends &= torch.arange(M, device=s.device) < used.sum(-1, keepdim=True)
+    out = []
+    for k, length in enumerate(ends.sum(-1).tolist()):  # the host read
+        idx = torch.nonzero_static(ends[k], size=length).squeeze(1)
+        tps = tps_all[k][idx]
+        out.append((1 + idx.to(tps.dtype) - tps, tps, s[k][idx]))
+    return out
+
+
+def roc_points(fps: Tensor, tps: Tensor, thresholds: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """(fpr, tpr, thresholds) of one :func:`clf_curves` curve, as torchmetrics' exact ROC (starting at
+    (0, 0) with threshold 1; a rate without negatives / positives is all zeros)."""
+    zero = fps.new_zeros(1)
+    fps, tps = torch.cat([zero, fps]), torch.cat([zero, tps])
+    thresholds = torch.cat([thresholds.new_ones(1), thresholds])
+    fpr = torch.where(fps[-1] > 0, fps / fps[-1].clamp(min=1), torch.zeros_like(fps))
+    tpr = torch.where(tps[-1] > 0, tps / tps[-1].clamp(min=1), torch.zeros_like(tps))
+    return fpr, tpr, thresholds
+
+
+def pr_points(fps: Tensor, tps: Tensor, thresholds: Tensor,
+              labels_all_zero: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+    """(precision, recall, thresholds) of one :func:`clf_curves` curve, as torchmetrics' exact curve
+    (thresholds increasing; precision ends with 1, recall with 0). The recall is all ones where
+    torchmetrics says "recall is undefined": when every target label is 0 (``labels_all_zero``; for
+    a binary curve, when it has no positives); otherwise a curve without positives has NaN recall."""
+    if tps.numel() == 0:  # no sample at all
+        return tps.new_ones(1), tps.new_zeros(1), thresholds
+    precision = tps / (tps + fps)
+    undefined = tps[-1] == 0 if labels_all_zero is None else labels_all_zero
+    recall = torch.where(undefined, torch.ones_like(tps), tps / tps[-1])
+    precision = torch.cat([precision.flip(0), precision.new_ones(1)])
+    recall = torch.cat([recall.flip(0), recall.new_zeros(1)])
+    if thresholds.shape == (1,):  # torchmetrics squeezes a one-point curve's thresholds (a shape: no read)
+        return precision, recall, thresholds[0]
+    return precision, recall, thresholds.flip(0)

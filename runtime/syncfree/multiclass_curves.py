@@ -1,9 +1,10 @@
-"""Binned multiclass AUROC and average precision: one-vs-rest binary curves at fixed thresholds.
+"""Multiclass AUROC, average precision, ROC and precision-recall curves: one-vs-rest binary curves.
 
 As for the binary curves (:mod:`syncfree.curves`): ``thresholds=`` (an int ``n``: ``linspace(0, 1,
 n)``; a list of floats in ``[0, 1]``; a 1-d tensor) gives torchmetrics' value with the same
 thresholds; ``thresholds=None`` (torchmetrics' default) the exact value, from a bounded device
-buffer of samples (``capacity=``, see :mod:`syncfree.exact_curves`).
+buffer of samples (``capacity=``, see :mod:`syncfree.exact_curves`); the exact curves (lists of one
+curve per class, as torchmetrics) read their lengths in ``compute``.
 
 Inputs, as torchmetrics: ``preds`` ``(N, C, ...)`` float scores, ``target`` ``(N, ...)`` labels in
 ``[0, C)`` or ``ignore_index``. Scores outside ``[0, 1]`` (over the entries not ignored, decided per
@@ -23,7 +24,8 @@ the averages (without its warning, which would need a host read).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from functools import partial
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -31,6 +33,7 @@ from torch import Tensor
 from syncfree import exact_curves
 from syncfree._labels import _check_num_classes
 from syncfree.curves import Thresholds, _count_at_most, _safe_div, _thresholds
+from syncfree.host import report_counters
 from syncfree.metric import Metric
 
 _BAD = "{metric}: {count} target value(s) outside [0, num_classes) and not ignore_index were excluded"
@@ -91,15 +94,29 @@ def interp(x: Tensor, xp: Tensor, fp: Tensor) -> Tensor:
     return slope[segment] * x + offset[segment]
 
 
-def macro_curve(x: Tensor, y: Tensor, thresholds: Tensor, descending: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    """One curve for ``C`` per-class curves ``(C, K)``: every class's ``x`` values sorted, the mean of
-    the classes' ``y`` interpolated there, and every class's thresholds sorted (torchmetrics'
-    ``average="macro"`` curve; the classes summed in order, as it does)."""
-    grid = x.flatten().sort().values
+def macro_curve(xs: Sequence[Tensor], ys: Sequence[Tensor], thresholds: Tensor,
+                descending: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """One curve for per-class curves (``xs[c]``, ``ys[c]``): every class's ``x`` values sorted, the
+    mean of the classes' ``y`` interpolated there, and ``thresholds`` (every class's, concatenated)
+    sorted (torchmetrics' ``average="macro"`` curve; the classes summed in order, as it does)."""
+    grid = torch.cat(list(xs)).sort().values
     mean = torch.zeros_like(grid)
-    for row in range(x.shape[0]):
-        mean += interp(grid, x[row], y[row])
-    return grid, mean / x.shape[0], thresholds.repeat(x.shape[0]).sort(descending=descending).values
+    for x, y in zip(xs, ys):
+        mean += interp(grid, x, y)
+    return grid, mean / len(xs), thresholds.sort(descending=descending).values
+
+
+def exact_points(curves: List[Tuple[Tensor, Tensor, Tensor]], points: Any, average: Optional[str],
+                 descending: bool) -> Any:
+    """Exact curves (:func:`exact_curves.clf_curves`, one per class or label, or one for ``"micro"``)
+    turned into ``points`` (``roc_points`` or ``pr_points``): lists of per-class tensors (torchmetrics'
+    exact form), the one curve for ``"micro"``, or the ``"macro"`` curve."""
+    xs, ys, thresholds = zip(*(points(*curve) for curve in curves))
+    if average == "micro":
+        return xs[0], ys[0], thresholds[0]
+    if average == "macro":
+        return macro_curve(xs, ys, torch.cat(thresholds), descending)
+    return list(xs), list(ys), list(thresholds)
 
 
 class _BinnedMulticlass(Metric):
@@ -267,21 +284,20 @@ class MulticlassAveragePrecision(_BinnedMulticlass):
 
 
 class _MulticlassCurve(_BinnedMulticlass):
-    """A binned curve: ``thresholds=`` required (the exact curve's length is known only by reading
-    the data). ``average=None`` (torchmetrics' default): one curve per class; ``"micro"``: one curve
-    of every (sample, class) entry, the classes' counts summed; ``"macro"``: the classes' curves
-    interpolated onto one grid and averaged (``macro_curve``)."""
+    """A curve. ``average=None`` (torchmetrics' default): one curve per class; ``"micro"``: one curve of
+    every (sample, class) entry; ``"macro"``: the classes' curves interpolated onto one grid and
+    averaged (``macro_curve``). Binned (``thresholds=``): from the counts, no host read. Exact
+    (``thresholds=None``): from the sample buffer, one curve per class of its own length (lists, as
+    torchmetrics), so ``compute`` reads the lengths (see :mod:`syncfree.exact_curves`)."""
 
     higher_is_better = None  # a curve, not a score
 
     def __init__(self, num_classes: Optional[int], thresholds: Thresholds, average: Optional[str],
-                 ignore_index: Optional[int], validate_args: bool, kwargs: Any) -> None:
+                 ignore_index: Optional[int], validate_args: bool, kwargs: Any, capacity: Optional[int]) -> None:
         owner = type(self).__name__
-        if thresholds is None:
-            _thresholds(owner, thresholds)  # raises: says what to pass
         if average not in (None, "none", "micro", "macro"):
             raise ValueError(f"{owner}: average must be one of None, 'micro', 'macro', got {average!r}")
-        super().__init__(num_classes, None, thresholds, ignore_index, validate_args, kwargs, None)
+        super().__init__(num_classes, None, thresholds, ignore_index, validate_args, kwargs, capacity)
         self.curve_average = None if average == "none" else average
 
     def _curve_stats(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -291,39 +307,59 @@ class _MulticlassCurve(_BinnedMulticlass):
             return tuple(counts.sum(0, keepdim=True) for counts in stats)  # type: ignore[return-value]
         return stats
 
+    def _exact_points(self, states: Mapping[str, Tensor], points: Any, descending: bool) -> Any:
+        """The exact curves' ``points``: the check counters are reported first (one read), then
+        the curves' lengths are read."""
+        report_counters(self._counters([states]))
+        scores, labels, used = exact_curves.split(states)
+        positive = labels.unsqueeze(0) == self._classes.unsqueeze(1)
+        scores, used = scores.T, used.unsqueeze(0).expand_as(positive)
+        if self.curve_average == "micro":
+            scores, positive, used = scores.reshape(1, -1), positive.reshape(1, -1), used.reshape(1, -1)
+        return exact_points(exact_curves.clf_curves(scores, positive, used), points, self.curve_average, descending)
+
 
 class MulticlassROC(_MulticlassCurve):
-    """(fpr, tpr, thresholds): ``(C, T)`` one-vs-rest rates per class, thresholds ``(T,)`` decreasing
-    (as torchmetrics' binned curve)."""
+    """(fpr, tpr, thresholds): binned, ``(C, T)`` one-vs-rest rates per class and thresholds ``(T,)``
+    decreasing; exact, lists of one curve per class (as torchmetrics)."""
 
     def __init__(self, num_classes: Optional[int] = None, thresholds: Thresholds = None,
                  average: Optional[str] = None, ignore_index: Optional[int] = None, validate_args: bool = True,
-                 **kwargs: Any) -> None:
-        super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs)
+                 capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        if self.capacity is not None:
+            return self._exact_points(states, exact_curves.roc_points, descending=True)  # type: ignore[no-any-return]
         fpr, tpr, thresholds = binned_roc(*self._curve_stats(states), self._binned_thresholds())
         if self.curve_average == "micro":
             return fpr[0], tpr[0], thresholds
         if self.curve_average == "macro":
-            return macro_curve(fpr, tpr, thresholds, descending=True)
+            return macro_curve(list(fpr), list(tpr), thresholds.repeat(fpr.shape[0]), descending=True)
         return fpr, tpr, thresholds
 
 
 class MulticlassPrecisionRecallCurve(_MulticlassCurve):
-    """(precision, recall, thresholds): ``(C, T + 1)`` per class (precision ends with 1, recall with 0),
-    thresholds ``(T,)`` as given."""
+    """(precision, recall, thresholds): binned, ``(C, T + 1)`` per class (precision ends with 1, recall
+    with 0) and thresholds ``(T,)`` as given; exact, lists of one curve per class (as torchmetrics)."""
 
     def __init__(self, num_classes: Optional[int] = None, thresholds: Thresholds = None,
                  average: Optional[str] = None, ignore_index: Optional[int] = None, validate_args: bool = True,
-                 **kwargs: Any) -> None:
-        super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs)
+                 capacity: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(num_classes, thresholds, average, ignore_index, validate_args, kwargs, capacity)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        if self.capacity is not None:
+            points: Any = exact_curves.pr_points
+            if self.curve_average != "micro":  # torchmetrics tests "every label is 0" for each class's curve
+                _, labels, used = exact_curves.split(states)
+                points = partial(points, labels_all_zero=((labels == 0) | ~used).all())
+            return self._exact_points(states, points, descending=False)  # type: ignore[no-any-return]
         tps, fps, _, fns = self._curve_stats(states)
         precision, recall, thresholds = binned_pr_curve(tps, fps, fns, self._binned_thresholds())
         if self.curve_average == "micro":
             return precision[0], recall[0], thresholds
         if self.curve_average == "macro":
-            return macro_curve(precision, recall, thresholds, descending=False)
+            return macro_curve(list(precision), list(recall), thresholds.repeat(precision.shape[0]),
+                               descending=False)
         return precision, recall, thresholds

@@ -5,9 +5,10 @@ Inputs, as torchmetrics: ``preds`` ``(N, L, ...)`` float scores, ``target`` ``(N
 ``ignore_index``. Scores outside ``[0, 1]`` (any entry of the batch, decided on the device) are
 logits: sigmoid. NaN scores are never positive. ``thresholds=`` (an int ``n``: ``linspace(0, 1, n)``;
 a list of floats; a 1-d tensor) gives torchmetrics' binned value; ``thresholds=None`` (torchmetrics'
-default) the exact AUROC and average precision from a bounded device buffer of samples
-(``capacity=`` samples per rank, each its L scores and L target codes; see
-:mod:`syncfree.exact_curves`). The ROC and precision-recall curves need ``thresholds=``.
+default) the exact values from a bounded device buffer of samples (``capacity=`` samples per
+rank, each its L scores and L target codes; see :mod:`syncfree.exact_curves`): AUROC and average
+precision without a host read; the exact ROC and precision-recall curves (a list of one curve per
+label, as torchmetrics) read their lengths in ``compute``.
 
 State: the layout of :mod:`syncfree.multiclass_curves` with labels for classes: ``counts``
 (L x 2 x (T + 1), int64), for label ``l`` and target 0 / 1, how many scores have ``k`` thresholds
@@ -29,7 +30,8 @@ import torch
 from torch import Tensor
 
 from syncfree import exact_curves
-from syncfree.curves import Thresholds, _count_at_most, _thresholds
+from syncfree.curves import Thresholds, _count_at_most
+from syncfree.host import report_counters
 from syncfree.multiclass_curves import (
     _INF,
     _BinnedMulticlass,
@@ -38,6 +40,7 @@ from syncfree.multiclass_curves import (
     binned_average_precision,
     binned_pr_curve,
     binned_roc,
+    exact_points,
 )
 
 _AVERAGES = ("micro", "macro", "weighted", "none", None)
@@ -50,11 +53,8 @@ class _BinnedMultilabel(_BinnedMulticlass):
     _bad_message = _BAD
 
     def __init__(self, num_labels: Optional[int], average: Optional[str], thresholds: Thresholds,
-                 ignore_index: Optional[int], validate_args: bool, kwargs: Any, capacity: Optional[int] = None,
-                 curve: bool = False) -> None:
+                 ignore_index: Optional[int], validate_args: bool, kwargs: Any, capacity: Optional[int] = None) -> None:
         owner = type(self).__name__
-        if thresholds is None and curve:
-            _thresholds(owner, thresholds)  # raises: says what to pass
         if average not in _AVERAGES:
             raise ValueError(f"{owner}: average must be one of {_AVERAGES}, got {average!r}")
         super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, capacity)
@@ -102,16 +102,20 @@ class _BinnedMultilabel(_BinnedMulticlass):
         index = torch.where(valid, index, self._scratch_bin).reshape(-1)
         S._hist.put_(index, torch.ones_like(index), accumulate=True)
 
+    def _samples(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+        """(scores, positive, used), each (L, rows), of the sample buffer."""
+        L = self.num_labels
+        samples = states["samples"]
+        scores, codes = samples[:, :L].T, samples[:, L:].T
+        return scores, codes == 2, codes > 0
+
     def _exact(self, states: Mapping[str, Tensor], score: Any) -> Tensor:
         """``score`` of every label (or of all entries as one curve, micro), averaged; NaN when samples
         were dropped."""
-        L = self.num_labels
-        samples = states["samples"]
-        scores, codes = samples[:, :L].T, samples[:, L:].T  # (L, rows)
-        positive, used = codes == 2, codes > 0
+        scores, positive, used = self._samples(states)
         if self.average == "micro":
             scores, positive, used = scores.reshape(1, -1), positive.reshape(1, -1), used.reshape(1, -1)
-        per_label = score(scores, positive, used).to(samples.dtype)
+        per_label = score(scores, positive, used).to(scores.dtype)
         value = self._averaged(per_label, positive.logical_and(used).sum(-1))
         return exact_curves.flag_overflow(value, states)
 
@@ -155,29 +159,49 @@ class MultilabelAveragePrecision(_BinnedMultilabel):
         return self._averaged(binned_average_precision(tps, fps, fns), support)
 
 
-class MultilabelROC(_BinnedMultilabel):
-    """(fpr, tpr, thresholds): ``(L, T)`` rates per label, thresholds ``(T,)`` decreasing."""
+class _MultilabelCurve(_BinnedMultilabel):
+    """A curve per label: binned (``thresholds=``) from the counts, no host read; exact
+    (``thresholds=None``) from the sample buffer, lists of one curve per label of its own length (as
+    torchmetrics), so ``compute`` reads the lengths (see :mod:`syncfree.exact_curves`)."""
 
     higher_is_better = None  # a curve, not a score
 
+    def __init__(self, num_labels: Optional[int], thresholds: Thresholds, ignore_index: Optional[int],
+                 validate_args: bool, capacity: Optional[int], kwargs: Any) -> None:
+        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, capacity)
+
+    def _exact_points(self, states: Mapping[str, Tensor], points: Any) -> Any:
+        report_counters(self._counters([states]))
+        return exact_points(exact_curves.clf_curves(*self._samples(states)), points, None, descending=False)
+
+
+class MultilabelROC(_MultilabelCurve):
+    """(fpr, tpr, thresholds): binned, ``(L, T)`` rates per label and thresholds ``(T,)`` decreasing;
+    exact, lists of one curve per label."""
+
     def __init__(self, num_labels: Optional[int] = None, thresholds: Thresholds = None,
-                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> None:
-        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, curve=True)
+                 ignore_index: Optional[int] = None, validate_args: bool = True, capacity: Optional[int] = None,
+                 **kwargs: Any) -> None:
+        super().__init__(num_labels, thresholds, ignore_index, validate_args, capacity, kwargs)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        if self.capacity is not None:
+            return self._exact_points(states, exact_curves.roc_points)  # type: ignore[no-any-return]
         tps, fps, tns, fns, _ = self._stats(states)
         return binned_roc(tps, fps, tns, fns, self._binned_thresholds())
 
 
-class MultilabelPrecisionRecallCurve(_BinnedMultilabel):
-    """(precision, recall, thresholds): ``(L, T + 1)`` per label, thresholds ``(T,)`` as given."""
-
-    higher_is_better = None  # a curve, not a score
+class MultilabelPrecisionRecallCurve(_MultilabelCurve):
+    """(precision, recall, thresholds): binned, ``(L, T + 1)`` per label and thresholds ``(T,)`` as
+    given; exact, lists of one curve per label."""
 
     def __init__(self, num_labels: Optional[int] = None, thresholds: Thresholds = None,
-                 ignore_index: Optional[int] = None, validate_args: bool = True, **kwargs: Any) -> None:
-        super().__init__(num_labels, None, thresholds, ignore_index, validate_args, kwargs, curve=True)
+                 ignore_index: Optional[int] = None, validate_args: bool = True, capacity: Optional[int] = None,
+                 **kwargs: Any) -> None:
+        super().__init__(num_labels, thresholds, ignore_index, validate_args, capacity, kwargs)
 
     def _compute(self, states: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+        if self.capacity is not None:
+            return self._exact_points(states, exact_curves.pr_points)  # type: ignore[no-any-return]
         tps, fps, _, fns, _ = self._stats(states)
         return binned_pr_curve(tps, fps, fns, self._binned_thresholds())

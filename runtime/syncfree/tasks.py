@@ -167,7 +167,7 @@ class AveragePrecision(TaskWrapper):
 
 
 class ROC(TaskWrapper):
-    """``ROC(task=...)``: the binned binary, multiclass or multilabel ROC curve."""
+    """``ROC(task=...)``: the binary, multiclass or multilabel ROC curve (binned, or exact for ``thresholds=None``)."""
 
     params = _CURVES + (("ignore_index", None), ("validate_args", True))
     classes = {"binary": "syncfree.curves.BinaryROC",
@@ -176,7 +176,8 @@ class ROC(TaskWrapper):
 
 
 class PrecisionRecallCurve(TaskWrapper):
-    """``PrecisionRecallCurve(task=...)``: the binned binary, multiclass or multilabel precision-recall curve."""
+    """``PrecisionRecallCurve(task=...)``: the binary, multiclass or multilabel precision-recall curve (binned,
+    or exact for ``thresholds=None``)."""
 
     params = _CURVES + (("ignore_index", None), ("validate_args", True))
     classes = {"binary": "syncfree.curves.BinaryPrecisionRecallCurve",

@@ -135,8 +135,6 @@ def test_capacity_errors_say_what_to_do():
         syncfree.BinaryAUROC(capacity=0)
     with pytest.raises(ValueError, match="Drop capacity=, or pass thresholds=None"):
         syncfree.BinaryAUROC(thresholds=10, capacity=100)
-    with pytest.raises(TypeError, match="exact AUROC and AveragePrecision take thresholds=None"):
-        syncfree.BinaryROC()
 
 
 def test_overflowing_updates_make_no_host_sync():

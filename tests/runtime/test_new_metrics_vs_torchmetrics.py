@@ -475,11 +475,9 @@ def test_binned_curves_nan_preds_and_one_class_only(name):
 
 
 @pytest.mark.parametrize("name", ["BinaryROC", "BinaryPrecisionRecallCurve"])
-def test_binned_curves_need_thresholds(name):  # AUROC and AP: thresholds=None is exact (test_exact_curves.py)
-    with pytest.raises(TypeError, match="thresholds="):
-        getattr(syncfree, name)()
-    with pytest.raises(TypeError, match="thresholds="):
-        getattr(syncfree, name)(thresholds=None)
+def test_curves_without_thresholds_are_exact(name):  # parity: test_exact_curve_points.py
+    for metric in (getattr(syncfree, name)(), getattr(syncfree, name)(thresholds=None)):
+        assert metric.capacity is not None and metric.thresholds is None
 
 
 def test_binned_curve_errors():
