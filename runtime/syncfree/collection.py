@@ -295,6 +295,9 @@ class MetricCollection(nn.Module, SyncLifecycle):
     def _sub_owners(self) -> Sequence[SyncLifecycle]:
         return list(self._metrics.values())
 
+    def _member_metrics(self) -> Sequence[Any]:
+        return list(self._metrics.values())
+
     def _results(self, states: List[Mapping[str, Tensor]]) -> Dict[str, Any]:
         return {self._key(name): m._compute(st) for (name, m), st in zip(self._metrics.items(), states)}
 

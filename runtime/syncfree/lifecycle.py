@@ -60,11 +60,14 @@ class SyncLifecycle:
         """The process group syncs use when none is given (torchmetrics' ``process_group``)."""
         return self._default_group
 
+    def _member_metrics(self) -> Sequence[Any]:
+        """The metrics of this owner: the metric itself (a collection: its members)."""
+        return (self,)
+
     def _agree_sizes(self, group: Any) -> None:
-        """Before a collective: ranks agree on state sizes learned from batches (:mod:`syncfree.agreement`)
-        of this owner's metrics (a collection's members, or the metric itself)."""
+        """Before a collective: ranks agree on state sizes learned from batches (:mod:`syncfree.agreement`)."""
         if is_distributed(group):
-            agree_sizes(type(self).__name__, self._sub_owners() or (self,), group)
+            agree_sizes(type(self).__name__, self._member_metrics(), group)
 
     def _entries(self, parts: Sequence[SyncPart]) -> List[Entry]:
         return [(part.prefix + name, part.state, name) for part in parts for name in part.state.reductions]
