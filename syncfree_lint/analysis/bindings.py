@@ -21,6 +21,7 @@ from syncfree_lint.analysis.instances import (
     annotated_class,
     class_of_kind,
     constructed_class,
+    unwrap_returning_self,
 )
 from syncfree_lint.analysis.scope import has_modulo
 
@@ -63,6 +64,7 @@ class BindingsMixin:
     _generators: Dict[str, str]
     instances: InstanceTable
     callables: ScopedNames["CallRef"]
+    alternatives: ScopedNames["CallRef"]
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
     metric_sites: Dict[str, "MetricSite"]
@@ -327,15 +329,31 @@ class BindingsMixin:
                 self._evidence(node.args[0].value, tensors.TENSOR)  # accelerator.backward(loss)
             elif attr in tensors.MODULE_EVIDENCE_METHODS and attr != "zero_grad":
                 self._evidence(func.value, tensors.MODULE)
+            if attr == "register_buffer":
+                self._learn_buffer(func.value, node)
         if qual is not None and qual.startswith("torch.distributed.") and node.args:
             if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
                 self._evidence(node.args[0].value, tensors.TENSOR)
+
+    def _learn_buffer(self, owner: cst.BaseExpression, node: cst.Call) -> None:
+        """``self.register_buffer("n", torch.tensor(0))`` in an ``nn.Module`` of a file that uses an
+        accelerator: ``self.n`` moves with the module (``.to(device)``), a tensor on the device."""
+        frame = self.class_frame
+        if not (isinstance(owner, cst.Name) and owner.value == "self" and frame is not None and frame.is_module
+                and self.uses_accelerator and node.args and isinstance(node.args[0].value, cst.SimpleString)):
+            return
+        name = node.args[0].value.evaluated_value
+        if isinstance(name, str) and name.isidentifier() and frame.attrs.get(f"self.{name}") is None:
+            frame.attrs[f"self.{name}"] = tensors.TENSOR
 
     def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
         """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
         ``step = torch.compile(train_step)``: calls of ``step()`` run ``train_step``."""
         scope = ".".join(self._prefix)
         cls = constructed_class(value, self.classes, self.imports)
+        inner = unwrap_returning_self(value)
+        if cls is None and inner is not value and isinstance(inner, cst.Name):  # `model = model.to(device)`
+            cls = self.instances.lookup(scope, inner.value)
         if cls is None and isinstance(value, cst.Call) and value.args and isinstance(value.args[0].value, cst.Name) \
                 and self.wraps_callable(value):
             cls = self.instances.lookup(scope, value.args[0].value.value)  # `model = torch.compile(model)`
@@ -349,6 +367,9 @@ class BindingsMixin:
         function = self.function_value(value)
         if function is not None or self.callables.lookup(scope, name) is not None:
             self.callables.bind(scope, name, function)
+        other = self.function_value(value.orelse) if isinstance(value, cst.IfExp) and function is not None else None
+        if other is not None or self.alternatives.lookup(scope, name) is not None:
+            self.alternatives.bind(scope, name, other if other != function else None)
 
     def _local_class(self, cls: Optional[ClassRef]) -> Optional[ClassRef]:
         """``cls``, named as a class of this file when it is one (an object kind names classes by
@@ -374,7 +395,12 @@ class BindingsMixin:
             self.instances.bind(".".join(self._prefix), name, cls)
 
     def _remember_attribute_class(self, name: str, value: cst.Call) -> None:
-        """``self.head = BoxHead(cfg)``: calls of ``self.head.m()`` run ``BoxHead.m``."""
+        """``self.head = BoxHead(cfg)`` (or ``BoxHead(cfg).to(device)``): calls of ``self.head.m()``
+        run ``BoxHead.m``."""
+        unwrapped = unwrap_returning_self(value)
+        if not isinstance(unwrapped, cst.Call):
+            return
+        value = unwrapped
         if self.class_frame is None or not isinstance(value.func, (cst.Name, cst.Attribute)):
             return
         text = dotted(value.func)

@@ -85,6 +85,7 @@ class CallsMixin:
     results_of: ScopedNames[str]
     objects_wanted: Set[str]
     callables: ScopedNames["CallRef"]
+    alternatives: ScopedNames["CallRef"]
     passed_callables: PassedCallables
     calls: List[CallSite]
     function: Optional["FunctionFrame"]
@@ -193,7 +194,16 @@ class CallsMixin:
             return self._imported_function(expr)
         if isinstance(expr, cst.Call) and expr.args and self.wraps_callable(expr):
             return self.function_value(expr.args[0].value)
+        if isinstance(expr, cst.IfExp):  # `make_pinned if args.pin else make` (the other: ``alternative_refs``)
+            return self.function_value(expr.body) or self.function_value(expr.orelse)
         return None
+
+    def alternative_refs(self, func: cst.BaseExpression) -> List[CallRef]:
+        """The other function a called name may stand for (``build = f if c else g``: ``g``)."""
+        if not isinstance(func, cst.Name):
+            return []
+        held = self.alternatives.lookup(".".join(self._prefix), func.value)
+        return [held] if held is not None else []
 
     def _imported_function(self, expr: cst.BaseExpression) -> Optional[CallRef]:
         """``evaluate_batch`` or ``steps.evaluate_batch`` imported from the project (the run

@@ -16,6 +16,7 @@ from typing import Container, Dict, Generic, Optional, Tuple, TypeVar
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.knowledge.callables import MODULE_METHODS_RETURNING_SELF
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,17 @@ def class_named(expr: cst.BaseExpression, classes: Container[str], imports: Impo
     return None
 
 
+def unwrap_returning_self(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``Net(cfg).to(device).eval()`` -> ``Net(cfg)``: module methods that return the module."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value in MODULE_METHODS_RETURNING_SELF:
+        value = value.func.value
+    return value
+
+
 def constructed_class(value: cst.BaseExpression, classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:
-    """The class whose constructor ``value`` calls (``Meter(...)``), if any."""
+    """The class whose constructor ``value`` calls (``Meter(...)``, ``Net(...).to(device)``), if any."""
+    value = unwrap_returning_self(value)
     if isinstance(value, cst.Call):
         return class_named(value.func, classes, imports)
     return None

@@ -116,6 +116,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.results_of: ScopedNames[str] = ScopedNames()  # names holding an imported call's result of unknown class
         self.objects_wanted: Set[str] = set()  # imported functions whose result has a method called on it
         self.callables: ScopedNames[CallRef] = ScopedNames()  # names standing for functions (``step = compile(f)``)
+        self.alternatives: ScopedNames[CallRef] = ScopedNames()  # the other function of ``f if c else g``
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
@@ -416,16 +417,15 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._learn_from_call(node, func, qual)
         self._call_args = node.args
         ref = self._call_ref(func, qual)
-        if ref is not None:
-            self._record_arguments(ref, node.args)
-            inherited = self.inherited(ref) if isinstance(ref, SelfRef) else None
+        for each in ([ref] if ref is not None else []) + self.alternative_refs(func):
+            self._record_arguments(each, node.args)
+            inherited = self.inherited(each) if isinstance(each, SelfRef) else None
             if inherited is not None:  # `self.log_value(loss)` of a base in another file learns `loss`
                 self._record_arguments(inherited, node.args)
-        if ref is not None and (self.function is not None or self.loops):
-            site = CallSite(self.placement(), ref, self.statement)
-            self.calls.append(site)
-            if self.loops:
-                self._loop_calls.append((self.loops[-1], ref))
+            if self.function is not None or self.loops:
+                self.calls.append(CallSite(self.placement(), each, self.statement))
+                if self.loops:
+                    self._loop_calls.append((self.loops[-1], each))
         if not self.wraps_callable(node):
             self._passed_functions(node, ref)
         if isinstance(func, cst.Name) and self.function is not None:

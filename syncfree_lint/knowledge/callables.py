@@ -14,3 +14,9 @@ CALLABLE_WRAPPERS = frozenset({
 BUILTIN_BASES = frozenset({
     "object", "Exception", "BaseException", "dict", "list", "tuple", "set", "str", "int", "float", "type",
 })
+
+#: ``nn.Module`` methods that return the module itself: ``model = Net().to(device)`` holds a ``Net``
+MODULE_METHODS_RETURNING_SELF = frozenset({
+    "to", "cuda", "cpu", "xpu", "train", "eval", "half", "float", "double", "bfloat16", "type",
+    "requires_grad_", "share_memory", "to_empty", "apply", "zero_grad",
+})

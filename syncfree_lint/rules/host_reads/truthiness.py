@@ -22,8 +22,11 @@ class TensorTruthiness(Rule):
                      "`torch.where(torch.isfinite(loss), ...)` and count bad steps on device, or check at log intervals",
         "condition": "a tensor used as a condition in {where} waits for the GPU; decide on device with `torch.where`, "
                      "or check at log intervals",
+        "min_max": "`{function}()` of a tensor and another value compares them in Python: the host waits for the "
+                   "GPU; use `torch.{function}imum` or `clamp` on the device",
     }
-    node_types = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.UnaryOperation, cst.BooleanOperation, cst.CompIf)
+    node_types = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.UnaryOperation, cst.BooleanOperation, cst.CompIf,
+                  cst.Call)
     invalid = (
         """
         import torch
@@ -70,7 +73,9 @@ class TensorTruthiness(Rule):
 ## What it does
 Flags a tensor used where Python needs a `bool`: `if t:`, `while t:`, `assert t`,
 `x if t else y`, `t and u`, `not t`, including `if torch.isnan(loss):`,
-`if (a == b).all():` and `if loss > 10:`. Needs positive evidence that the value is a tensor.
+`if (a == b).all():` and `if loss > 10:`; and Python's `min(a, b)` / `max(a, b)` with a tensor
+among the values (they compare with `<`/`>` and branch on the result). Needs positive evidence
+that the value is a tensor.
 
 ## Why it syncs
 `bool(t)` reads the value on the host (`.item()`), so the CPU waits for every queued kernel
@@ -104,6 +109,9 @@ No automatic fix: the branch structure has to change.
 """
 
     def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
+        if isinstance(node, cst.Call):
+            self._min_max(node, ctx)
+            return
         seen = ctx.state(self).setdefault("seen", set())
         if isinstance(node, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)):
             test = node.test
@@ -122,6 +130,17 @@ No automatic fix: the branch structure has to change.
             self._flag(node.left, f"`{'and' if isinstance(node.operator, cst.And) else 'or'}`", ctx, seen)
             for sub in _bool_parts(node):
                 seen.add(id(sub))
+
+    def _min_max(self, node: cst.Call, ctx: SemanticModel) -> None:
+        """``min(self.decay, (1 + n) / (10 + n))`` with ``n`` a device tensor: Python compares the values."""
+        func = node.func
+        if not isinstance(func, cst.Name) or func.value not in ("min", "max") or ctx.is_imported(func.value):
+            return
+        values = [arg.value for arg in node.args if arg.keyword is None]
+        if len(values) < 2 or any(arg.star for arg in node.args):
+            return  # one iterable (its items are compared, their kind is not known here) or unpacked values
+        if any(ctx.is_tensor(value) for value in values):
+            ctx.report(self, node, "min_max", function=func.value)
 
     def _flag(self, site: cst.BaseExpression, where: str, ctx: SemanticModel, seen: set) -> None:
         if id(site) in seen or not ctx.is_tensor(site):

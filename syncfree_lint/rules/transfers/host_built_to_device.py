@@ -6,6 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.call_args import is_true, keyword_value
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.edits import FixPlan
 from syncfree_lint.fixes import factory_device
@@ -57,6 +58,15 @@ class HostBuiltToDevice(Rule[cst.Call]):
                 model(x.to(device), positions).mean().backward()
                 optimizer.step()
         """,
+        """
+        import numpy as np
+        import torch
+        def train(model, loader, optimizer, device):
+            for x, y in loader:
+                weights = torch.from_numpy(np.ones(4)).pin_memory().to(device, non_blocking=True)
+                (model(x.to(device)) * weights).mean().backward()
+                optimizer.step()
+        """,
     )
     doc = """
 ## What it does
@@ -67,7 +77,8 @@ Batches from a data loader, rows of data prepared once (`inputs[step].to(device)
 assembled from them (`torch.stack([data[i] for i in ix])`) are not flagged here (SFL402, opt-in,
 covers their copies), nor a tensor held by an object (`self.table.to(device)`): it is kept across
 steps, and once moved, `.to()` costs nothing; nor one stored on the object as it is moved
-(`self.pe = pe.to(device)`): a cache, filled when it misses.
+(`self.pe = pe.to(device)`): a cache, filled when it misses; nor a copy from pinned memory
+without waiting (`t.pin_memory().to(device, non_blocking=True)`): the host does not wait for it.
 
 ## Why it syncs
 The tensor is created in pageable host memory and copied to the device every step. A copy from
@@ -110,10 +121,17 @@ values may differ on the device, or they need hoisting out of the step.
             return  # `inputs[step].to(dev)`: a batch taken from data prepared once (SFL402's domain)
         if _kept_by_object(node, ctx.current_statement()):
             return  # `self.pe = pe.to(dev)`: a cache filled when it misses, not each step
+        if _pinned(moved) and is_true(keyword_value(node, "non_blocking")):
+            return  # `x.pin_memory().to(dev, non_blocking=True)`: an async copy, the host does not wait
         if ctx.kind(moved) == tensors.HOST_TENSOR:
             fix = FixPlan(self.fix_title, "safe", factory_device.builder(
                 node, ctx.current_scope(), ctx.qualname, ctx.state(self).setdefault("scopes", {})))
             ctx.report(self, node, fix=fix, method=node.func.attr.value)  # type: ignore[attr-defined]
+
+
+def _pinned(expr: cst.BaseExpression) -> bool:
+    """``t.pin_memory()``: the copy's source is page-locked host memory."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "pin_memory"
 
 
 def _held_by_object(expr: cst.BaseExpression) -> bool:
