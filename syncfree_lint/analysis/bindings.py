@@ -65,6 +65,7 @@ class BindingsMixin:
     instances: InstanceTable
     callables: ScopedNames["CallRef"]
     alternatives: ScopedNames["CallRef"]
+    uses_accelerator: bool
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
     metric_sites: Dict[str, "MetricSite"]
