@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts, Hop
+from syncfree_lint.analysis.hooks import DECLARED_KEY, HOOK_KEY
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.diagnostic import Diagnostic
 
@@ -74,6 +75,10 @@ def _entries(facts: FileFacts) -> List[Tuple[str, Tuple[str, str]]]:
         value = (facts.root, function_id)
         out.append((dotted_name, value))
         out.extend((f"{prefix}.{dotted_name}", value) for prefix in prefixes)  # util/ without __init__.py
+    for method, function_id, declared in facts.hook_methods:
+        out.append((HOOK_KEY + method, (facts.root, function_id)))
+        if declared:
+            out.append((DECLARED_KEY + method, (facts.root, function_id)))
     for class_name, bases in facts.classes.items():
         for base in bases:
             value = (facts.root, base)
@@ -211,6 +216,9 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
     """Function ids for an imported dotted name; same import root first. A method the named class
     does not define is looked up in its bases, in order (``train.Trainer.log_value`` defined by
     ``base.BaseTrainer`` in another file)."""
+    if name.startswith(HOOK_KEY):  # a callback hook on an object of unknown class (``analysis.hooks``)
+        declared = {root for root, _ in index.get(DECLARED_KEY + name[len(HOOK_KEY):], ())}
+        return [fid for root, fid in index.get(name, ()) if root == importer_root and root in declared]
     candidates = index.get(name)
     if not candidates:
         owner, dot, method = name.rpartition(".")

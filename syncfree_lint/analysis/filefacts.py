@@ -97,6 +97,9 @@ class FileFacts:
     unknown_params: Set[str] = field(default_factory=set)  # function ids with a parameter read of unknown kind
     unknown_imports: Set[str] = field(default_factory=set)  # imported dotted names whose result kind was needed
     objects_wanted: Set[str] = field(default_factory=set)  # those whose result had a method called on it
+    # methods named like callback hooks (``on_batch_end``): (name, function id, declared with a
+    # do-nothing body); a call of one on an object of unknown class runs them (``callgraph.lookup``)
+    hook_methods: List[Tuple[str, str, bool]] = field(default_factory=list)
 
 
 __all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "FileFacts"]

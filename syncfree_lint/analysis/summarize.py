@@ -11,6 +11,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.calls import DottedRef, SelfRef, callee_name
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop
+from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called, published_hooks
 from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.analysis.suppression import NoqaFilter
@@ -40,6 +41,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
                 (f"{walk.module_name}.{base}" if walk.module_name else base) if base in walk.classes else base
                 for base in frame.bases if base)
     _kind_facts(walk, facts, function_id)
+    facts.hook_methods = published_hooks(walk, function_id)
     finder: Optional[PositionFinder] = None
     for site in walk.calls:
         owner = site.placement.owner()
@@ -49,6 +51,9 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         ref = site.ref
         if not local and isinstance(ref, SelfRef):  # a method of a base class in another file
             ref = walk.inherited(ref) or ref
+        hook = hook_called(ref) if not local else None
+        if hook is not None:  # `cb.on_batch_end(...)`, the class of `cb` unknown: the project's hooks
+            ref = DottedRef(HOOK_KEY + hook, bound=True)
         if not local and not isinstance(ref, DottedRef):
             continue
         if finder is None:

@@ -20,3 +20,9 @@ MODULE_METHODS_RETURNING_SELF = frozenset({
     "to", "cuda", "cpu", "xpu", "train", "eval", "half", "float", "double", "bfloat16", "type",
     "requires_grad_", "share_memory", "to_empty", "apply", "zero_grad",
 })
+
+#: how the methods of a callback protocol are named across frameworks and home-grown trainers
+#: (``on_batch_end``, fastai's ``after_batch``, mmengine's ``before_train_iter``): a call of one on an
+#: object of unknown class (``for cb in self.callbacks: cb.on_batch_end(self, out)``) runs every
+#: override of it in the project, when a project class declares it with a do-nothing body
+HOOK_METHOD_PREFIXES = ("on_", "before_", "after_")

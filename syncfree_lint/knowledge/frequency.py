@@ -25,6 +25,8 @@ LOGGING_FLAG_WORDS = (
     # (``if plots:``, ``if self.validator.should_validate(step):``, ``if should_checkpoint:``)
     "plot", "plots", "plotting", "visualize", "visualise", "validate", "validation", "checkpoint", "checkpointing",
     "ckpt",
+    # the one step that ends an epoch (``if trainer.is_last_batch:``, ``if end_of_epoch:``)
+    "last_batch", "last_step", "last_iter", "last_iteration", "epoch_end", "end_of_epoch",
 )
 #: parts of a flag's name that say the branch is off unless asked for (``if args.synchronize_step:``)
 OPT_IN_FLAG_WORDS = (

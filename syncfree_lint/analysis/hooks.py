@@ -1,0 +1,72 @@
+"""Callback protocols: a hook called on an object whose class the code does not say.
+
+``for cb in self.callbacks: cb.on_batch_end(self, outputs)`` runs the ``on_batch_end`` of every
+callback the trainer holds. Their classes are not known at the call, but the project declares the
+protocol: a class defines the hook with a do-nothing body (``pass``, ``...``, a docstring,
+``return``, ``raise NotImplementedError``) and its subclasses override it. So such a call, on a
+receiver of unknown class, runs every method of that name in the project (the same import root),
+when the name reads as a hook (``knowledge.callables.HOOK_METHOD_PREFIXES``) and some project class
+declares it as one. Each file publishes its hook-named methods (``FileFacts.hook_methods``); the
+run's index keys them under ``HOOK_KEY``/``DECLARED_KEY`` (``callgraph``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis.calls import NameRef
+from syncfree_lint.knowledge.callables import HOOK_METHOD_PREFIXES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.module import ModuleAnalysis
+
+#: index keys (a space: never part of a dotted name): every hook-named method, and declarations
+HOOK_KEY = "hook "
+DECLARED_KEY = "declared hook "
+
+
+def is_hook_name(name: str) -> bool:
+    return name.startswith(HOOK_METHOD_PREFIXES) and not name.startswith("__")
+
+
+def does_nothing(node: cst.CSTNode) -> bool:
+    """A function whose body only declares it: ``pass``, ``...``, a docstring, ``return``
+    (``return None``) or ``raise NotImplementedError``."""
+    body = getattr(node, "body", None)
+    statements = getattr(body, "body", ())
+    for statement in statements:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else None
+        if smalls is None:
+            return False
+        for small in smalls:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
+                                                                       cst.ConcatenatedString)):
+                continue
+            if isinstance(small, cst.Return) and (small.value is None or (
+                    isinstance(small.value, cst.Name) and small.value.value == "None")):
+                continue
+            if isinstance(small, cst.Raise) and small.exc is not None and "NotImplementedError" in (
+                    cst.Module([]).code_for_node(small.exc)):
+                continue
+            return False
+    return True
+
+
+def published_hooks(walk: "ModuleAnalysis", function_id: "callable") -> List[Tuple[str, str, bool]]:  # type: ignore[valid-type]
+    """(method name, function id, declared with a do-nothing body) of the file's hook-named methods."""
+    out = []
+    for qual, frame in walk.functions.items():
+        if frame.class_frame is not None and is_hook_name(frame.name):
+            out.append((frame.name, function_id(qual), does_nothing(frame.node)))
+    return out
+
+
+def hook_called(ref: object) -> Optional[str]:
+    """The hook a call runs when its receiver's class is unknown (``cb.on_batch_end`` -> ``on_batch_end``)."""
+    if not isinstance(ref, NameRef) or ref.name.count(".") != 1:
+        return None
+    receiver, method = ref.name.split(".")
+    return method if receiver != "self" and is_hook_name(method) else None
