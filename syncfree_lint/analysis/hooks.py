@@ -11,7 +11,7 @@ run's index keys them under ``HOOK_KEY``/``DECLARED_KEY`` (``callgraph``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 import libcst as cst
 
@@ -55,7 +55,7 @@ def does_nothing(node: cst.CSTNode) -> bool:
     return True
 
 
-def published_hooks(walk: "ModuleAnalysis", function_id: "callable") -> List[Tuple[str, str, bool]]:  # type: ignore[valid-type]
+def published_hooks(walk: "ModuleAnalysis", function_id: Callable[[str], str]) -> List[Tuple[str, str, bool]]:
     """(method name, function id, declared with a do-nothing body) of the file's hook-named methods."""
     out = []
     for qual, frame in walk.functions.items():

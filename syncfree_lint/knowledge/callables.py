@@ -18,7 +18,7 @@ BUILTIN_BASES = frozenset({
 #: ``nn.Module`` methods that return the module itself: ``model = Net().to(device)`` holds a ``Net``
 MODULE_METHODS_RETURNING_SELF = frozenset({
     "to", "cuda", "cpu", "xpu", "train", "eval", "half", "float", "double", "bfloat16", "type",
-    "requires_grad_", "share_memory", "to_empty", "apply", "zero_grad",
+    "requires_grad_", "share_memory", "to_empty", "apply",
 })
 
 #: how the methods of a callback protocol are named across frameworks and home-grown trainers

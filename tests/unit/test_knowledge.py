@@ -14,7 +14,8 @@ from syncfree_lint.analysis.scope import (
 )
 from syncfree_lint.config import Config, ConfigError, config_from_table
 from syncfree_lint.knowledge import frequency as facts
-from syncfree_lint.knowledge.callables import BUILTIN_BASES
+from syncfree_lint.analysis.hooks import does_nothing, is_hook_name
+from syncfree_lint.knowledge.callables import BUILTIN_BASES, MODULE_METHODS_RETURNING_SELF
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -485,3 +486,45 @@ def test_methods_of_builtin_bases_are_never_looked_up_in_the_run(base: str) -> N
     assert _edges_of(body) == []
     imported = "from pkg.base import Recorder\n" + body.replace(f"({base})", "(Recorder)")
     assert _edges_of(imported) == ["pkg.base.Recorder.record"]  # a project base: the run resolves it
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("trainer.is_last_batch", True), ("end_of_epoch", True), ("self.last_step", True),
+    ("last_loss", False), ("batch_size", False),
+])
+def test_flags_of_the_step_that_ends_an_epoch_guard_like_logging_flags(name: str, expected: bool) -> None:
+    assert facts.words_match(name, facts.LOGGING_FLAG_WORDS) is expected
+
+
+@pytest.mark.parametrize("method", sorted(MODULE_METHODS_RETURNING_SELF))
+def test_module_methods_returning_self_return_the_module(method: str) -> None:
+    torch = pytest.importorskip("torch")
+    module = torch.nn.Linear(2, 2)
+    args = {"to": ("cpu",), "type": (torch.float32,), "apply": (lambda m: None,), "to_empty": (),
+            "cuda": None, "xpu": None}.get(method, ())
+    if args is None:  # needs the device it names
+        pytest.skip(f"{method}() needs its accelerator")
+    if method == "to_empty":
+        args = ()
+        result = module.to_empty(device="cpu")
+    else:
+        result = getattr(module, method)(*args)
+    assert result is module
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("on_batch_end", True), ("after_backward", True), ("before_train_iter", True),
+    ("update", False), ("__on_x__", False), ("step", False),
+])
+def test_hook_names(name: str, expected: bool) -> None:
+    assert is_hook_name(name) is expected
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("pass", True), ("...", True), ('"""Called once per epoch."""', True), ("return", True),
+    ("return None", True), ("raise NotImplementedError", True), ('"""doc"""\n    pass', True),
+    ("print(x)", False), ("return 1", False), ("raise ValueError()", False),
+])
+def test_do_nothing_bodies_declare_a_hook(body: str, expected: bool) -> None:
+    node = cst.parse_module(f"def on_x(self, x):\n    {body}\n").body[0]
+    assert does_nothing(node) is expected
