@@ -54,12 +54,14 @@ class DefinitionsMixin:
             self._visit(decorator.decorator)
         name = node.name.value
         qualname = ".".join(self._prefix + [name])
+        per_event = _per_iteration_handler(node)
         is_step = (name in self.step_functions or (
             name == "forward" and self.class_frame is not None and self.class_frame.is_module
-        ) or self._is_batch_hook(name)) and self.uses_accelerator
+        ) or self._is_batch_hook(name) or per_event) and self.uses_accelerator
         frame = FunctionFrame(qualname, name, is_step, self.class_frame, node)
         if is_step:
             frame.why = "forward of an nn.Module" if name == "forward" and name not in self.step_functions else \
+                "an event handler run every iteration" if per_event and name not in self.step_functions else \
                 "a framework hook run per batch" if name not in self.step_functions else "named as a step"
         self.functions[qualname] = frame
         saved = (self.function, self.loops, self.guard_depth, self.guard_nodes)
@@ -155,3 +157,19 @@ class DefinitionsMixin:
             if hooks is not None and name in hooks:
                 return True
         return False
+
+
+def _per_iteration_handler(node: cst.FunctionDef) -> bool:
+    """``@trainer.on(Events.ITERATION_COMPLETED)``: an event handler fired every iteration (not
+    ``Events.ITERATION_COMPLETED(every=100)`` nor ``on(..., every=k)``, which thin it out)."""
+    for decorator in node.decorators:
+        call = decorator.decorator
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in facts.EVENT_DECORATORS and call.args):
+            continue
+        if any(arg.keyword is not None and arg.keyword.value in facts.EVENT_FILTER_KEYWORDS for arg in call.args):
+            continue
+        event = call.args[0].value
+        if isinstance(event, cst.Attribute) and event.attr.value in facts.PER_ITERATION_EVENTS:
+            return True
+    return False

@@ -58,6 +58,15 @@ FRAMEWORK_BATCH_HOOKS = {
     "Trainer": frozenset({"training_step", "compute_loss", "prediction_step"}),
 }
 
+#: pytorch-ignite's events that fire once per iteration (``@trainer.on(Events.ITERATION_COMPLETED)``):
+#: a handler registered for one runs every step, unless a filter thins it out (``every=``, ``once=``,
+#: ``Events.ITERATION_COMPLETED(every=100)``)
+PER_ITERATION_EVENTS = frozenset({"ITERATION_STARTED", "ITERATION_COMPLETED", "GET_BATCH_STARTED",
+                                  "GET_BATCH_COMPLETED"})
+#: the decorator method that registers a handler (``engine.on(event)``), and the keywords that filter it
+EVENT_DECORATORS = frozenset({"on"})
+EVENT_FILTER_KEYWORDS = frozenset({"every", "once", "event_filter", "before", "after"})
+
 #: base-class name endings that are nn.Modules in practice (FairseqCriterion, BaseModel, ...)
 MODULE_BASE_SUFFIXES = ("Module", "LightningModule", "Criterion", "Loss", "Model", "Net", "Network", "Layer", "Head")
 #: parameters of a step function that hold the batch
