@@ -52,6 +52,13 @@ class AnswersMixin:
 
 
     # values
+    def _is_model(self, func: cst.BaseExpression) -> bool:
+        """Is the callee a model: known as one, or named like one (``model``, ``self.net``)?"""
+        if self.kind(func) == tensors.MODULE:
+            return True
+        name = dotted(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        return name is not None and tensors.looks_like_module(name) and not self.imports.imported(name.split(".")[0])
+
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """Positive evidence that ``expr`` is a tensor that may live on an accelerator."""
         return self.kind(expr) in tensors.DEVICE_TENSORS

@@ -14,6 +14,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
+from syncfree_lint.analysis.eval_loops import decorated_grad_off
 from syncfree_lint.analysis.instances import InstanceTable, annotated_class, class_of_kind
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, mark_step
 from syncfree_lint.knowledge import frequency as facts
@@ -38,6 +39,8 @@ class DefinitionsMixin:
     module_env: Dict[str, Optional[str]]
     _envs: List[Dict[str, Optional[str]]]
     _kinds: Dict[int, Optional[str]]
+    grad_off: bool
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
     instances: InstanceTable
     _prefix: List[str]
     _marker_functions: Set[str]
@@ -66,6 +69,7 @@ class DefinitionsMixin:
         self.functions[qualname] = frame
         saved = (self.function, self.loops, self.guard_depth, self.guard_nodes)
         self.function, self.loops, self.guard_depth, self.guard_nodes = frame, [], 0, []
+        saved_grad, self.grad_off = self.grad_off, decorated_grad_off(node, self.qualname)
         env: Dict[str, Optional[str]] = {}
         self._envs.append(env)
         self._kinds.clear()
@@ -95,6 +99,7 @@ class DefinitionsMixin:
         self._envs.pop()
         self._kinds.clear()
         self.function, self.loops, self.guard_depth, self.guard_nodes = saved
+        self.grad_off = saved_grad
         if frame.has_step_loop:  # an epoch function: its own markers run once per call
             self._marker_functions.discard(qualname)
         elif qualname in self._stepping_functions and self.uses_accelerator \

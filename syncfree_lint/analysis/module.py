@@ -24,6 +24,7 @@ from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.device import default_device_is_accelerator
+from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames
 from syncfree_lint.analysis.passed_callables import PassedCallables
@@ -101,6 +102,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.class_frame: Optional[ClassFrame] = None
         self.loops: List[LoopFrame] = []
         self.guard_depth = 0
+        self.grad_off = False  # inside `with torch.no_grad():` or a function decorated so
         self.guard_nodes: List[cst.CSTNode] = []  # the guarding ``if`` statements around the walk's place
         self.statement: Optional[cst.CSTNode] = None
         self._stores: Set[int] = set()
@@ -339,11 +341,14 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         # (``for x, y in self.val_data: x = x.to(dev)``); not over a module's own tensors
         over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS or (
             moved and not iterates_own_tensors(node.iter))
+        evaluates = not over_loader and self.grad_off and not over_range(node.iter) and evaluates_items(
+            node.body, target_names(node.target), self._is_model)
+        over_loader = over_loader or evaluates
         host_items = loader_kind == tensors.HOST_LOADER or moved
         item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH
         self._bind_loop_target(node.target, node.iter, over_loader, item_kind)
         loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node, *self._guards_here())
-        loop.why = "iterates a data loader" if loop.is_step else ""
+        loop.why = ("evaluates a model on its items" if evaluates else "iterates a data loader") if loop.is_step else ""
         self.loops.append(loop)
         iter_ref = self._iterated_function(node.iter)
         if iter_ref is not None:
@@ -352,7 +357,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._close_loop()
         if node.orelse is not None:
             self._suite(node.orelse.body)
-
 
     def _while(self, node: cst.While) -> None:
         self.statement = node
@@ -368,7 +372,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         if node.orelse is not None:
             self._suite(node.orelse.body)
 
-
     def _compound(self, node: cst.CSTNode) -> None:
         """With / Try / Match: visit the header in the statement, then the suites."""
         self.statement = node
@@ -378,7 +381,10 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
                 self._visit(item.item)
                 if item.asname is not None:
                     self._bind_target(item.asname.name, None)
+            saved, self.grad_off = self.grad_off, self.grad_off or any(
+                turns_grad_off(item.item, self.qualname) for item in node.items)
             self._suite(node.body)
+            self.grad_off = saved
         elif isinstance(node, (cst.Try, cst.TryStar)):
             self._suite(node.body)
             for handler in node.handlers:

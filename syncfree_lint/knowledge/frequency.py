@@ -67,6 +67,11 @@ PER_ITERATION_EVENTS = frozenset({"ITERATION_STARTED", "ITERATION_COMPLETED", "G
 EVENT_DECORATORS = frozenset({"on"})
 EVENT_FILTER_KEYWORDS = frozenset({"every", "once", "event_filter", "before", "after"})
 
+#: contexts and decorators that turn gradients off: a loop running a model on its items inside one
+#: is an evaluation loop (``analysis.eval_loops``)
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                              "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+
 #: base-class name endings that are nn.Modules in practice (FairseqCriterion, BaseModel, ...)
 MODULE_BASE_SUFFIXES = ("Module", "LightningModule", "Criterion", "Loss", "Model", "Net", "Network", "Layer", "Head")
 #: parameters of a step function that hold the batch
