@@ -3,8 +3,9 @@
 ``for batch in eval_dl: outputs = model(**batch)`` under ``torch.no_grad()`` (a ``with`` block or
 a decorator of the function) evaluates one batch per iteration, whatever the iterable is called:
 a sync in its body is paid once per evaluation step. The loop counts when a call in its body
-(not in a nested function) runs something named or known as a model on an expression built from
-the loop's items. Loops over ``range(...)`` are not counted (a per-token or per-step loop of a
+(not in a nested function) runs something named or known as a model on an input built from the
+loop's items (its first positional argument, or ``**batch``: a sampler's ``unet(latents, t)``
+iterates a schedule, not data). Loops over ``range(...)`` are not counted (a per-token or per-step loop of a
 sampler run once is not an evaluation over data).
 """
 from __future__ import annotations
@@ -48,10 +49,17 @@ def evaluates_items(body: cst.CSTNode, names: Set[str], is_model: Callable[[cst.
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(node, cst.Call) and is_model(node.func) and _uses(node.args, names):
+        if isinstance(node, cst.Call) and is_model(node.func) and _uses(_inputs(node.args), names):
             return True
         stack.extend(code_children(node))
     return False
+
+
+def _inputs(args: Sequence[cst.Arg]) -> List[cst.Arg]:
+    """The arguments that carry a model's input: the first positional one, and ``**batch``
+    (a sampler's ``unet(latents, t)`` passes the loop's timestep second: not data)."""
+    positional = [arg for arg in args if arg.keyword is None and arg.star == ""]
+    return positional[:1] + [arg for arg in args if arg.star == "**"]
 
 
 def _uses(args: Sequence[cst.Arg], names: Set[str]) -> bool:

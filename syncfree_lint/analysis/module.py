@@ -346,7 +346,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         over_loader = over_loader or evaluates
         host_items = loader_kind == tensors.HOST_LOADER or moved
         item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH
-        self._bind_loop_target(node.target, node.iter, over_loader, item_kind)
+        self._bind_loop_target(node.target, node.iter, over_loader and not evaluates, item_kind)  # items: unknown
         loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node, *self._guards_here())
         loop.why = ("evaluates a model on its items" if evaluates else "iterates a data loader") if loop.is_step else ""
         self.loops.append(loop)
