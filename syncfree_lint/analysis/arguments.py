@@ -197,9 +197,11 @@ def worth_another_walk(analysis: "ModuleAnalysis", found: Seeds, used: Seeds) ->
         qualname for qualname, kinds in found.items() for name, kind in kinds.items()
         if (kind in _DECISIVE or class_of_kind(kind) is not None) and (qualname, name) in analysis.unknown_reads and used.get(qualname, {}).get(name) != kind
     ]
+    analysis.deferred_seeds = set()
     if not candidates:
         return False
     reached = _reached_from_steps(analysis)
+    analysis.deferred_seeds = {qualname for qualname in candidates if qualname not in reached}
     return any(qualname in reached for qualname in candidates)
 
 
@@ -207,7 +209,7 @@ def _reached_from_steps(analysis: "ModuleAnalysis") -> Set[str]:
     """Local functions that this file's own steps call, directly or through other local functions
     (and those that other files' steps call: the run only sends those, see ``run_kinds``)."""
     calls: Dict[Optional[str], List[str]] = {}
-    reached: Set[str] = {qualname for qualname, _ in analysis.external.calls_in}
+    reached: Set[str] = {qualname for qualname, _ in analysis.external.calls_in} | set(analysis.external.reached)
     for site in analysis.calls:
         caller = site.placement.function
         targets = analysis.resolve_local(site.ref)

@@ -63,9 +63,12 @@ class ExternalKinds:
 
     returns: Tuple[Tuple[str, str], ...] = ()
     calls_in: Tuple[Tuple[str, ArgKinds], ...] = ()
+    # local qualnames that the run reaches from a step in another file, whose parameters this
+    # file's own calls give kinds (``FileFacts.deferred``): the walk applies those seeds now
+    reached: Tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.returns or self.calls_in)
+        return bool(self.returns or self.calls_in or self.reached)
 
 
 @dataclass
@@ -100,6 +103,9 @@ class FileFacts:
     # methods named like callback hooks (``on_batch_end``): (name, function id, declared with a
     # do-nothing body); a call of one on an object of unknown class runs them (``callgraph.lookup``)
     hook_methods: List[Tuple[str, str, bool]] = field(default_factory=list)
+    # local qualnames whose parameters this file's own calls give a telling kind, not applied
+    # because no step of this file reaches them; the run says when another file's step does
+    deferred: Set[str] = field(default_factory=set)
 
 
 __all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "FileFacts"]

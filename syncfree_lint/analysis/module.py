@@ -73,6 +73,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.parameter_kinds: Seeds = parameter_kinds or {}  # what this file's calls pass (``arguments``)
         self.argument_records: List[Any] = []
         self.external = external or ExternalKinds()  # what the rest of the run says (``run_kinds``)
+        self.deferred_seeds: Set[str] = set()  # seeded functions no step of this file reaches (``analyse``)
         self.imported_returns: Dict[str, str] = dict(self.external.returns)
         self.calls_out: List[Any] = []  # argument kinds of calls of imported functions
         self.unknown_imports: Set[str] = set()  # imported functions whose result kind was needed

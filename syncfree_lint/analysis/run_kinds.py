@@ -72,12 +72,15 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
                                          or name in facts.objects_wanted and _project_object(kind, index, owners)):
                     learned_returns.setdefault(facts.path, {})[name] = kind
     learned_calls = _calls_in(all_facts, index, reached, reported)
+    newly_reached = {facts.path: tuple(sorted(qual for qual in facts.deferred if f"{facts.path}::{qual}" in reached))
+                     for facts in all_facts if facts.deferred and facts.path in reported}
+    newly_reached = {path: quals for path, quals in newly_reached.items() if quals}
     for path, qualnames in unread.items():  # parsed to learn what they return (called with nothing known)
         learned_calls.setdefault(path, []).extend((qualname, ((), ())) for qualname in sorted(qualnames))
     out: Dict[str, ExternalKinds] = {}
-    for path in sorted(set(learned_returns) | set(learned_calls)):
+    for path in sorted(set(learned_returns) | set(learned_calls) | set(newly_reached)):
         out[path] = ExternalKinds(tuple(sorted(learned_returns.get(path, {}).items())),
-                                  tuple(learned_calls.get(path, ())))
+                                  tuple(learned_calls.get(path, ())), newly_reached.get(path, ()))
     return out
 
 
@@ -135,7 +138,8 @@ def merge(old: Optional[ExternalKinds], new: ExternalKinds) -> ExternalKinds:
         return new
     returns = dict(old.returns)
     returns.update(new.returns)
-    return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(set(old.calls_in) | set(new.calls_in), key=repr)))
+    return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(set(old.calls_in) | set(new.calls_in), key=repr)),
+                         tuple(sorted(set(old.reached) | set(new.reached))))
 
 
 def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Collection[str],

@@ -42,6 +42,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
                 for base in frame.bases if base)
     _kind_facts(walk, facts, function_id)
     facts.hook_methods = published_hooks(walk, function_id)
+    facts.deferred = set(walk.deferred_seeds)
     finder: Optional[PositionFinder] = None
     for site in walk.calls:
         owner = site.placement.owner()
