@@ -151,6 +151,8 @@ def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
         return next(iter(known))  # every call that says passes the same class
     if known and known <= tensors.DEVICE_TENSORS:
         return known.pop() if len(known) == 1 else tensors.TENSOR
+    if known == {tensors.TENSORS}:
+        return tensors.TENSORS  # a dict of device tensors (``log_tensors(losses, step)``)
     if len(known) == 1 and None not in kinds:
         only = known.pop()
         return only if only in tensors.NOT_DEVICE else None
@@ -226,7 +228,7 @@ def _reached_from_steps(analysis: "ModuleAnalysis") -> Set[str]:
 
 
 #: kinds whose arrival in a parameter can change what the rules report
-_DECISIVE = tensors.DEVICE_TENSORS | {tensors.NUMPY, tensors.HOST_TENSOR, tensors.HOST_BATCH, PASSED}
+_DECISIVE = tensors.DEVICE_TENSORS | {tensors.TENSORS, tensors.NUMPY, tensors.HOST_TENSOR, tensors.HOST_BATCH, PASSED}
 
 
 def analyse(walk: Callable[[Seeds], "ModuleAnalysis"]) -> "ModuleAnalysis":

@@ -209,7 +209,8 @@ def _in_skipped_file(name: str, skipped: Dict[str, str]) -> Optional[Tuple[str, 
 
 def _passes_device_tensor(arguments: ArgKinds) -> bool:
     positional, keywords = arguments
-    return any(kind in tensors.DEVICE_TENSORS for kind in (*positional, *(kind for _, kind in keywords)))
+    return any(kind in tensors.DEVICE_TENSORS or kind == tensors.TENSORS
+               for kind in (*positional, *(kind for _, kind in keywords)))
 
 
 def _objects_only(arguments: ArgKinds) -> Optional[ArgKinds]:

@@ -7,7 +7,7 @@ tensors have (``.item()``) may.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -17,49 +17,31 @@ from syncfree_lint.analysis.nodes import sequence_elements
 from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.knowledge.frequency import is_module_name
+from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysis read them as tensors.X
+    ACCELERATOR as ACCELERATOR,
+    BATCH as BATCH,
+    DEVICE_TENSORS as DEVICE_TENSORS,
+    HOST_BATCH as HOST_BATCH,
+    HOST_LOADER as HOST_LOADER,
+    HOST_TENSOR as HOST_TENSOR,
+    LOADER as LOADER,
+    LOADERS as LOADERS,
+    Lookup as Lookup,
+    MASK as MASK,
+    METRIC as METRIC,
+    MODULE as MODULE,
+    MODULE_CLASS as MODULE_CLASS,
+    NOT_DEVICE as NOT_DEVICE,
+    NUMBER as NUMBER,
+    NUMPY as NUMPY,
+    OTHER as OTHER,
+    TENSOR as TENSOR,
+    TENSORS as TENSORS,
+    _HOST_TENSORS as _HOST_TENSORS,
+    tuple_elements as tuple_elements,
+    tuple_kind as tuple_kind,
+)
 
-TENSOR = "tensor"
-MASK = "mask"  # boolean tensor
-BATCH = "batch"  # drawn from a data loader (still on the host until moved)
-HOST_TENSOR = "host_tensor"
-HOST_BATCH = "host_batch"  # drawn from a loader by a loop that moves it to the device itself
-MODULE = "module"
-MODULE_CLASS = "module_class"
-NUMBER = "number"
-NUMPY = "numpy"
-LOADER = "loader"
-TENSORS = "tensors"  # a container of device tensors (``loss_dict: Dict[str, Tensor]``): its elements are tensors,
-#                     its truth value and length are not device reads
-HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors until they are moved
-ACCELERATOR = "accelerator"
-METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
-OTHER = "other"
-
-DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
-_HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})
-#: kinds on which a host read is certainly not a device sync
-NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, HOST_LOADER, ACCELERATOR,
-                        METRIC, OTHER})
-LOADERS = frozenset({LOADER, HOST_LOADER})
-
-Lookup = Callable[[str], Optional[str]]
-
-
-def tuple_kind(kinds: Sequence[Optional[str]]) -> Optional[str]:
-    """The kind of a returned tuple holding a device tensor: its elements' kinds, so
-    ``windows, pad_hw = partition(x)`` makes ``windows`` a tensor and leaves ``pad_hw`` alone
-    (``"(tensor,other)"``; ``?`` for an unknown element). None when no element is a device tensor."""
-    flat = [TENSOR if kind is not None and kind.startswith("(") else kind for kind in kinds]  # nested: a tensor
-    if not any(kind in DEVICE_TENSORS for kind in flat):
-        return None
-    return "(" + ",".join(kind or "?" for kind in flat) + ")"
-
-
-def tuple_elements(kind: Optional[str]) -> Optional[List[Optional[str]]]:
-    """The element kinds of a ``tuple_kind``; None for any other kind."""
-    if kind is None or not kind.startswith("("):
-        return None
-    return [None if part == "?" else part for part in kind[1:-1].split(",")]
 
 _TENSOR_VALUE_METHODS = {
     **{name: NUMBER for name in api.TENSOR_NUMBER_METHODS},
@@ -120,7 +102,22 @@ class TensorInference:
         return OTHER
 
     _ConcatenatedString = _FormattedString = _SimpleString
-    _List = _Dict = _Set = _ListComp = _DictComp = _SetComp = _SimpleString
+    _List = _Set = _ListComp = _SetComp = _SimpleString
+
+    def _Dict(self, node: cst.Dict) -> str:  # a dict holding a device tensor: a container of them
+        return TENSORS if any(isinstance(e, cst.DictElement) and self.kind(e.value) in DEVICE_TENSORS
+                              for e in node.elements) else OTHER
+
+    def _DictComp(self, node: cst.DictComp) -> str:
+        """``{k: v for k, v in losses.items()}`` of device tensors (also before ``v`` is bound)."""
+        comp, it, value = node.for_in, node.for_in.iter, node.value
+        pair = comp.target.elements if isinstance(comp.target, cst.Tuple) else ()
+        if self.kind(value) in DEVICE_TENSORS or (
+                isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "items"
+                and len(pair) == 2 and isinstance(value, cst.Name) and isinstance(pair[1].value, cst.Name)
+                and pair[1].value.value == value.value and self.kind(it.func.value) in DEVICE_TENSORS | {TENSORS}):
+            return TENSORS
+        return OTHER
 
     def _Tuple(self, node: cst.Tuple) -> Optional[str]:
         return OTHER

@@ -64,7 +64,9 @@ class TensorToLoggingSink(Rule[cst.Call]):
 Flags a device tensor handed to a logger that reads it on the host, inside a step:
 TensorBoard's `writer.add_scalar(tag, t, step)` (and `add_scalars`, `add_histogram`),
 `wandb.log({"loss": t})`, `mlflow.log_metric("loss", t)`, `accelerator.log({...})`,
-`fabric.log(name, t)` / `fabric.log_dict({...})` and tracker `log_metrics({...})`.
+`fabric.log(name, t)` / `fabric.log_dict({...})` and tracker `log_metrics({...})`; also a dict
+that holds device tensors, built by a literal or a comprehension (`logs = {"loss": loss}`,
+`{k: v for k, v in losses.items()}`), handed over here or passed to a helper that logs it.
 
 ## Why it syncs
 These sinks turn the tensor into a Python number (`.item()`) or a numpy array (`.cpu().numpy()`)
@@ -101,7 +103,7 @@ No automatic fix: which interval to log at is the user's choice.
         if not self._is_sink(node, ctx):
             return
         for value in _values(node):
-            if ctx.is_tensor(value):
+            if ctx.is_tensor(value) or ctx.kind(value) == tensors.TENSORS:
                 ctx.report(self, value)
 
     @staticmethod
@@ -120,7 +122,8 @@ No automatic fix: which interval to log at is the user's choice.
 
 
 def _values(node: cst.Call) -> Iterator[cst.BaseExpression]:
-    """The arguments a sink reads: every argument, and the values of dict literals."""
+    """The arguments a sink reads: every argument (a name or a comprehension holding device tensors
+    is reported whole: its kind is TENSORS), and the values of dict literals."""
     for arg in node.args:
         value = arg.value
         if isinstance(value, cst.Dict):

@@ -1,0 +1,53 @@
+"""The vocabulary of value kinds: what an expression may hold, as ``analysis.tensors`` infers it.
+
+Kinds are short strings. ``TENSOR`` (and ``MASK``/``BATCH``, which are tensors too) may live on
+an accelerator; ``HOST_TENSOR`` is a tensor already on the CPU (reading it costs no sync);
+``TENSORS`` a container of device tensors; a returned tuple holding a device tensor has a kind of
+its elements' kinds (``tuple_kind``). ``None`` means unknown.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence
+
+TENSOR = "tensor"
+MASK = "mask"  # boolean tensor
+BATCH = "batch"  # drawn from a data loader (still on the host until moved)
+HOST_TENSOR = "host_tensor"
+HOST_BATCH = "host_batch"  # drawn from a loader by a loop that moves it to the device itself
+MODULE = "module"
+MODULE_CLASS = "module_class"
+NUMBER = "number"
+NUMPY = "numpy"
+LOADER = "loader"
+TENSORS = "tensors"  # a container of device tensors (``loss_dict: Dict[str, Tensor]``): its elements are tensors,
+#                     its truth value and length are not device reads
+HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors until they are moved
+ACCELERATOR = "accelerator"
+METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
+OTHER = "other"
+
+DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
+_HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})
+#: kinds on which a host read is certainly not a device sync
+NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, HOST_LOADER, ACCELERATOR,
+                        METRIC, OTHER})
+LOADERS = frozenset({LOADER, HOST_LOADER})
+
+Lookup = Callable[[str], Optional[str]]
+
+
+def tuple_kind(kinds: Sequence[Optional[str]]) -> Optional[str]:
+    """The kind of a returned tuple holding a device tensor: its elements' kinds, so
+    ``windows, pad_hw = partition(x)`` makes ``windows`` a tensor and leaves ``pad_hw`` alone
+    (``"(tensor,other)"``; ``?`` for an unknown element). None when no element is a device tensor."""
+    flat = [TENSOR if kind is not None and kind.startswith("(") else kind for kind in kinds]  # nested: a tensor
+    if not any(kind in DEVICE_TENSORS for kind in flat):
+        return None
+    return "(" + ",".join(kind or "?" for kind in flat) + ")"
+
+
+def tuple_elements(kind: Optional[str]) -> Optional[List[Optional[str]]]:
+    """The element kinds of a ``tuple_kind``; None for any other kind."""
+    if kind is None or not kind.startswith("("):
+        return None
+    return [None if part == "?" else part for part in kind[1:-1].split(",")]
