@@ -27,6 +27,7 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
+from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called
 from syncfree_lint.analysis.instances import ClassRef, class_of_kind, constructed_class, object_kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +68,9 @@ class ArgumentsMixin:
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
         if not args:
             return
+        hook = hook_called(ref)
+        if hook is not None:  # `cb.on_batch_end(self, out)`: the project's overrides learn the kinds
+            ref = DottedRef(HOOK_KEY + hook, bound=True)
         imported = isinstance(ref, DottedRef)
         if not (imported or isinstance(ref, SelfRef) or (isinstance(ref, NameRef) and "." not in ref.name)):
             return
