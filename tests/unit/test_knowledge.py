@@ -528,3 +528,28 @@ def test_hook_names(name: str, expected: bool) -> None:
 def test_do_nothing_bodies_declare_a_hook(body: str, expected: bool) -> None:
     node = cst.parse_module(f"def on_x(self, x):\n    {body}\n").body[0]
     assert does_nothing(node) is expected
+
+
+@pytest.mark.parametrize("name", sorted(facts.NO_GRAD_CONTEXTS))
+def test_no_grad_contexts_turn_gradients_off(name: str) -> None:
+    torch = pytest.importorskip("torch")
+    obj = torch
+    for part in name.split(".")[1:]:
+        obj = getattr(obj, part)
+    with obj():
+        assert not torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("decorator,expected", [
+    ("@trainer.on(Events.ITERATION_COMPLETED)", True),
+    ("@engine.on(Events.GET_BATCH_COMPLETED)", True),
+    ("@trainer.on(Events.ITERATION_COMPLETED(every=100))", False),
+    ("@trainer.on(Events.ITERATION_COMPLETED, every=50)", False),
+    ("@trainer.on(Events.ITERATION_COMPLETED, once=1)", False),
+    ("@trainer.on(Events.EPOCH_COMPLETED)", False),
+    ("@app.route('/step')", False),
+])
+def test_event_handlers_fired_every_iteration(decorator: str, expected: bool) -> None:
+    from syncfree_lint.analysis.definitions import _per_iteration_handler
+    node = cst.parse_module(f"{decorator}\ndef handler(engine):\n    pass\n").body[0]
+    assert _per_iteration_handler(node) is expected
