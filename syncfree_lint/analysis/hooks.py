@@ -48,11 +48,17 @@ def does_nothing(node: cst.CSTNode) -> bool:
             if isinstance(small, cst.Return) and (small.value is None or (
                     isinstance(small.value, cst.Name) and small.value.value == "None")):
                 continue
-            if isinstance(small, cst.Raise) and small.exc is not None and "NotImplementedError" in (
-                    cst.Module([]).code_for_node(small.exc)):
+            if isinstance(small, cst.Raise) and _names_not_implemented(small.exc):
                 continue
             return False
     return True
+
+
+def _names_not_implemented(exc: Optional[cst.BaseExpression]) -> bool:
+    """``NotImplementedError`` or ``NotImplementedError(...)`` (no code generation needed)."""
+    if isinstance(exc, cst.Call):
+        exc = exc.func
+    return isinstance(exc, cst.Name) and exc.value == "NotImplementedError"
 
 
 def published_hooks(walk: "ModuleAnalysis", function_id: Callable[[str], str]) -> List[Tuple[str, str, bool]]:
