@@ -198,10 +198,14 @@ class PositionFinder:
 
     def _provider_position(self, node: cst.CSTNode) -> Position:
         if self._fallback is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
+            from libcst.metadata import CodeRange, PositionProvider
 
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._fallback = dict(wrapper.resolve(PositionProvider))
+            # the provider's own pass (one code generation that records every node's range),
+            # without a MetadataWrapper: the wrapper also walks the whole tree for batchable
+            # providers, which costs as much again and gives nothing here
+            provider = PositionProvider()
+            provider._gen_impl(self.module)
+            self._fallback = {key: rng for key, rng in provider._computed.items() if isinstance(rng, CodeRange)}
         rng = self._fallback.get(node)
         if rng is None:
             return 1, 1, 1, 1

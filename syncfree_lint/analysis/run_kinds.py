@@ -72,6 +72,12 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
                                          or name in facts.objects_wanted and _project_object(kind, index, owners)):
                     learned_returns.setdefault(facts.path, {})[name] = kind
     learned_calls = _calls_in(all_facts, index, reached, reported)
+    live = {facts.path for facts in all_facts if facts.has_step or any(fid in reached for fid in facts.functions.values())}
+    for path in [path for path in learned_calls if path not in live]:
+        # only instances, passed by set-up code to a file where nothing runs per step: the class
+        # they give could change no finding there (as a return kind for such a file, above)
+        if not any(_passes_device_tensor(arguments) for _, arguments in learned_calls[path]):
+            del learned_calls[path]
     newly_reached = {facts.path: tuple(sorted(qual for qual in facts.deferred if f"{facts.path}::{qual}" in reached))
                      for facts in all_facts if facts.deferred and facts.path in reported}
     newly_reached = {path: quals for path, quals in newly_reached.items() if quals}

@@ -9,6 +9,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from syncfree_lint.analysis.nodes import code_children
+
 NESTED = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 #: parents that bind a name without an assignment statement
 BINDERS = (cst.ImportAlias, cst.AsName, cst.NameItem, cst.Param, cst.FunctionDef, cst.ClassDef, cst.MatchAs,
@@ -37,7 +39,7 @@ class ScopeIndex:
             if not nested:
                 self._note_stores(node)
             inner = nested or isinstance(node, NESTED)
-            for child in node.children:
+            for child in code_children(node):
                 self.parent[id(child)] = node
                 stack.append((child, inner))
 

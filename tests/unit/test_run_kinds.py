@@ -25,6 +25,7 @@ def facts(path: str, module: str, functions: List[str] = (), **fields) -> FileFa
 
 TENSOR_ARG = (("tensor", "number"), ())
 NUMBER_ARG = (("number", "number"), ())
+OBJECT_ARG = (("object:launch.Logger",), ())
 
 CASES = {
     "a return kind reaches the caller that asked": (
@@ -86,6 +87,16 @@ CASES = {
     "a helper whose parameters are all known needs nothing": (
         [facts("train.py", "train", calls_out=[("report.log", TENSOR_ARG, STEP)]),
          facts("report.py", "report", ["log"])],
+        {},
+    ),
+    "an instance set-up code passes teaches a file where a step runs": (
+        [facts("launch.py", "launch", ["main"], calls_out=[("trainer.fit", OBJECT_ARG, "launch.py::main")]),
+         facts("trainer.py", "trainer", ["fit"], unknown_params={"trainer.py::fit"}, has_step=True)],
+        {"trainer.py": ExternalKinds(calls_in=(("fit", OBJECT_ARG),))},
+    ),
+    "an instance passed to a file where nothing runs per step teaches nothing": (
+        [facts("launch.py", "launch", ["main"], calls_out=[("report.write", OBJECT_ARG, "launch.py::main")]),
+         facts("report.py", "report", ["write"], unknown_params={"report.py::write"})],
         {},
     ),
     "a file the pre-filter skipped is parsed when a step passes it a tensor": (
