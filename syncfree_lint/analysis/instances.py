@@ -11,7 +11,7 @@ files by ``run_kinds``). ``self.x = Cls()`` attributes live on the class frame
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Container, Dict, Generic, Optional, Tuple, TypeVar
+from typing import Container, Dict, Generic, Optional, Set, Tuple, TypeVar
 
 import libcst as cst
 
@@ -96,13 +96,17 @@ class ScopedNames(Generic[HeldT]):
 
     def __init__(self) -> None:
         self._by_scope: Dict[Tuple[str, str], Optional[HeldT]] = {}
+        self._names: Set[str] = set()  # every name bound in some scope: most lookups miss at once
 
     def bind(self, scope: str, name: str, held: Optional[HeldT]) -> None:
         """``name`` now holds ``held`` (None: something else, which hides an outer binding)."""
         self._by_scope[(scope, name)] = held
+        self._names.add(name)
 
     def lookup(self, scope: str, name: str) -> Optional[HeldT]:
         """What ``name`` holds seen from ``scope``, looking outwards to the module."""
+        if name not in self._names:
+            return None
         parts = scope.split(".") if scope else []
         for depth in range(len(parts), -1, -1):
             key = (".".join(parts[:depth]), name)

@@ -180,7 +180,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         if special is not None:
             special(self, node)
             return
-        self._rules(node)
+        if type(node) in self._dispatch:  # most nodes have no rule: no call for them
+            self._rules(node)
         self._children(node)
 
     def _children(self, node: cst.CSTNode) -> None:
