@@ -48,6 +48,8 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     """The files among ``reported`` (paths) that another file's facts could teach a kind, and what."""
     index = function_index(all_facts)
     _, reached = build_graph(all_facts, index).reachable()
+    # files where something runs per step: elsewhere a kind learned could change no finding
+    live = {facts.path for facts in all_facts if facts.has_step or any(fid in reached for fid in facts.functions.values())}
     returned: Dict[str, str] = {}
     for facts in all_facts:
         returned.update(facts.returns)
@@ -58,8 +60,8 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     for facts in all_facts:
         if facts.path not in reported or not facts.unknown_imports:
             continue
-        if not facts.has_step and not any(function_id in reached for function_id in facts.functions.values()):
-            continue  # nothing here runs per step: a kind learned could change no finding
+        if facts.path not in live:
+            continue
         for name in sorted(facts.unknown_imports):
             targets = lookup(index, name, facts.root)
             in_skipped = _in_skipped_file(name, factories) if not targets and factories else None
@@ -72,10 +74,9 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
                                          or name in facts.objects_wanted and _project_object(kind, index, owners)):
                     learned_returns.setdefault(facts.path, {})[name] = kind
     learned_calls = _calls_in(all_facts, index, reached, reported)
-    live = {facts.path for facts in all_facts if facts.has_step or any(fid in reached for fid in facts.functions.values())}
     for path in [path for path in learned_calls if path not in live]:
         # only instances, passed by set-up code to a file where nothing runs per step: the class
-        # they give could change no finding there (as a return kind for such a file, above)
+        # they give could change no finding there (as for return kinds, above)
         if not any(_passes_device_tensor(arguments) for _, arguments in learned_calls[path]):
             del learned_calls[path]
     newly_reached = {facts.path: tuple(sorted(qual for qual in facts.deferred if f"{facts.path}::{qual}" in reached))
