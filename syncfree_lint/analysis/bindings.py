@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import LIBRARY_HEADS, NameRef
+from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -73,6 +73,7 @@ class BindingsMixin:
     kind: Callable[[cst.BaseExpression], Optional[str]]
     metric: Callable[[cst.BaseExpression], Optional["MetricSite"]]
     resolve_local: Callable[["CallRef"], List[str]]
+    alternative_refs: Callable[[cst.BaseExpression], List["CallRef"]]
     _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
 
     def lookup(self, name: str) -> Optional[str]:
@@ -206,6 +207,10 @@ class BindingsMixin:
                 return self.returns[name]
             if name in self.classes:
                 return tensors.MODULE if self.classes[name].is_module else None
+            held = self.callables.lookup(".".join(self._prefix), name)
+            if held is not None:  # `build = make_pinned if pin else make`; `step = torch.compile(train_step)`
+                found = {self._ref_return_kind(ref) for ref in [held] + self.alternative_refs(func)}
+                return found.pop() if len(found) == 1 else None
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             if self.class_frame is not None:
                 key = f"{self.class_frame.qualname}.{func.attr.value}"
@@ -213,6 +218,19 @@ class BindingsMixin:
                     return self.returns[key]
             return None
         return self._imported_call_kind(func)
+
+    def _ref_return_kind(self, ref: "CallRef") -> Optional[str]:
+        """What a call of a function held as a value returns: a local function's return kind, or
+        an imported one's when another file of the run says (asking records the name)."""
+        if isinstance(ref, DottedRef):
+            if ref.bound or ref.qualname.split(".", 1)[0] in LIBRARY_HEADS:
+                return None
+            kind = self.imported_returns.get(ref.qualname)
+            if kind is None:
+                self.unknown_imports.add(ref.qualname)
+            return kind
+        found = {self.returns.get(qualname) for qualname in self.resolve_local(ref)}
+        return found.pop() if len(found) == 1 else None
 
     def _imported_call_kind(self, func: cst.BaseExpression) -> Optional[str]:
         """What an imported function returns, when another file of the run says (``run_kinds``);
