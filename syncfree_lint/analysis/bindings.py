@@ -121,7 +121,7 @@ class BindingsMixin:
                 for element, element_kind in zip(target.elements, elements):
                     self._bind_target(element.value, element_kind)
                 return
-            element_kind = kind if kind in tensors.DEVICE_TENSORS else None
+            element_kind = kind if kind in tensors.DEVICE_TENSORS or kind == tensors.NUMPY else None
             for element in target.elements:
                 self._bind_target(element.value, element_kind)
         elif isinstance(target, cst.StarredElement):

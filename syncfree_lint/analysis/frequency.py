@@ -48,6 +48,8 @@ class FrequencyMixin:
     tree: Optional[ast.Module]
     source: str
     _off_options: Optional[FrozenSet[str]] = None
+    _rules: Callable[[cst.CSTNode], None]
+    _visit: Callable[[cst.CSTNode], None]
 
     def placement(self) -> Placement:
         return Placement(tuple(self.loops), self.function, self.guard_depth,
@@ -77,6 +79,19 @@ class FrequencyMixin:
             or is_equality_guard(test, self._is_host_number)
             or is_host_branch(test)
         )
+
+    def _if_exp(self, node: cst.IfExp) -> None:
+        """``[...] if args.save_hybrid else []``: the body runs only when an opt-in option, a
+        logging flag or an interval test holds, like the body of such an ``if``."""
+        self._rules(node)
+        self._visit(node.test)
+        test = node.test
+        guard = has_modulo(test) or self._tests_off_option(test) \
+            or is_flag_guard(test, self.logging_words, self.opt_in_words)
+        self.guard_depth += guard
+        self._visit(node.body)
+        self.guard_depth -= guard
+        self._visit(node.orelse)
 
     def _tests_off_option(self, test: cst.BaseExpression) -> bool:
         """``if args.metrics_avg:`` / ``if args.clip is not None:`` for an option that is off by default."""

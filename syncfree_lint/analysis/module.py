@@ -479,7 +479,7 @@ _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.Raise: ModuleAnalysis._raise,
     cst.Import: ModuleAnalysis._import,
     cst.ImportFrom: ModuleAnalysis._import_from,
-    cst.If: ModuleAnalysis._if,
+    cst.If: ModuleAnalysis._if, cst.IfExp: ModuleAnalysis._if_exp,
     cst.For: ModuleAnalysis._for,
     cst.While: ModuleAnalysis._while,
     cst.With: ModuleAnalysis._compound,

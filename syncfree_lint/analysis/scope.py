@@ -133,7 +133,8 @@ def mark_step(frame: "LoopFrame | FunctionFrame", why: str) -> None:
 
 
 def is_step_marker(call: cst.Call, qualname: Optional[str]) -> bool:
-    """``.backward(``, ``torch.autograd.backward``, ``<optimizer>.step(``, ``.zero_grad(``."""
+    """``.backward(``, ``torch.autograd.backward``, ``<optimizer>.step(``, ``.zero_grad(``, and
+    ``<env>.step(`` (a rollout acts in its environment once per iteration)."""
     func = call.func
     if qualname in facts.STEP_MARKER_FUNCTIONS:
         return True
@@ -147,7 +148,7 @@ def is_step_marker(call: cst.Call, qualname: Optional[str]) -> bool:
         name = receiver.attr.value if isinstance(receiver, cst.Attribute) else getattr(receiver, "value", None)
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
             name = receiver.func.attr.value  # scaler.scale(...).step? rare, accept by name
-        return isinstance(name, str) and facts.is_optimizer_name(name)
+        return isinstance(name, str) and (facts.is_optimizer_name(name) or facts.is_environment_name(name))
     return False
 
 

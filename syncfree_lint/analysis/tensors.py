@@ -16,7 +16,7 @@ from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.analysis.nodes import sequence_elements
 from syncfree_lint.analysis.scope import mentions_loader
 from syncfree_lint.knowledge import torch_api as api
-from syncfree_lint.knowledge.frequency import is_module_name
+from syncfree_lint.knowledge.frequency import is_environment_name, is_module_name
 from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysis read them as tensors.X
     ACCELERATOR as ACCELERATOR,
     BATCH as BATCH,
@@ -245,6 +245,8 @@ class TensorInference:
         if isinstance(func, cst.Attribute):
             if self.kind(func) == MODULE:  # self.model(x), self.encoder(x)
                 return TENSOR
+            if func.attr.value == "step" and is_environment_name(dotted(func.value) or ""):
+                return NUMPY  # `obs, reward, done, info = env.step(action)`: what an environment gives is host data
             if func.attr.value == "from_pretrained":
                 owner = (dotted(func.value) or "").lower()
                 if not any(word in owner for word in ("tokenizer", "processor", "config", "scheduler", "extractor")):
@@ -454,6 +456,10 @@ def merge(left: Optional[str], right: Optional[str]) -> Optional[str]:
         return left
     if left in DEVICE_TENSORS and right in DEVICE_TENSORS:
         return TENSOR
+    if HOST_BATCH in (left, right) and (left in DEVICE_TENSORS or right in DEVICE_TENSORS):
+        # `if cuda: targets = targets.to(device)`: a loader's batch that one branch moves is on the
+        # device in the runs that have one (the other branch is the run without an accelerator)
+        return left if left in DEVICE_TENSORS else right
     return None
 
 

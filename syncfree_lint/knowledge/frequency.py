@@ -114,6 +114,16 @@ def is_optimizer_name(name: str) -> bool:
     return words_match(name, OPTIMIZER_WORDS) or name.rsplit(".", 1)[-1].lower().startswith("optim")
 
 
+#: names of a reinforcement-learning environment: ``env.step(action)`` in a loop acts once per
+#: iteration, so the loop runs once per environment step (a rollout), training or evaluating
+ENVIRONMENT_WORDS = ("env", "envs", "environment", "environments", "venv", "vec_env", "vecenv")
+
+
+def is_environment_name(name: str) -> bool:
+    """``env``, ``self.envs``, ``train_env``, ``eval_envs``, ``vec_env``; not ``environ`` or ``envelope``."""
+    return words_match(name, ENVIRONMENT_WORDS)
+
+
 def is_loader_name(name: str) -> bool:
     """``train_loader``, ``self.val_dataloader``, ``data_iter``; a substring match, as loaders
     are named ``trainloader`` or ``dataloader_train`` just as often."""

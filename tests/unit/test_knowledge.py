@@ -28,6 +28,14 @@ def test_optimizer_names(name: str, expected: bool) -> None:
 
 
 @pytest.mark.parametrize("name,expected", [
+    ("env", True), ("self.envs", True), ("train_env", True), ("eval_envs", True), ("vec_env", True),
+    ("environment", True), ("os.environ", False), ("envelope", False), ("optimizer", False), ("scheduler", False),
+])
+def test_environment_names(name: str, expected: bool) -> None:
+    assert facts.is_environment_name(name) is expected
+
+
+@pytest.mark.parametrize("name,expected", [
     ("train_loader", True), ("self.val_dataloader", True), ("trainloader", True), ("data_iter", True),
     ("loaders", True), ("dataset", False), ("batches", False), ("load_state", False),
 ])

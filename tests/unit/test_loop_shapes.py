@@ -162,3 +162,64 @@ def test_report_guarded_names_the_guard() -> None:
     assert plain == []
     [finding] = guarded
     assert finding.guarded and finding.reach[-1] == ("loop.py:8", "guarded by `if step % log_every == 0:`")
+
+
+EVAL_WITH_MASKS = """
+import torch
+def evaluate(model, loader, device, cuda, save_hybrid=False):
+    model.eval()
+    for step, (im, targets) in enumerate(loader):
+        if cuda:
+            im = im.to(device, non_blocking=True)
+            targets = targets.to(device)
+        preds = model(im)
+        for i, pred in enumerate(preds):
+            labels = targets[targets[:, 0] == i, 1:]
+        hybrid = [targets[targets[:, 0] == i] for i in range(4)] if save_hybrid else []
+        shown = targets[targets[:, 0] == 0] if step % 100 == 0 else None
+        late = targets[targets[:, 0] == 1] if step > 3 else None
+"""
+
+
+def test_a_batch_one_branch_moves_to_the_device_is_a_device_tensor_after_it() -> None:
+    """``if cuda: targets = targets.to(device)``: on a run with a GPU the mask indexing syncs."""
+    assert (11, "SFL202") in reported(EVAL_WITH_MASKS)
+
+
+def test_a_conditional_expression_guards_its_body_like_an_if() -> None:
+    """The body of ``a if save_hybrid else b`` (an opt-in option) or ``a if step % 100 == 0 else b``
+    runs less than once per step; a test on anything else does not lower the frequency."""
+    lines = {line for line, code in reported(EVAL_WITH_MASKS) if code == "SFL202"}
+    assert 12 not in lines and 13 not in lines
+    assert 14 in lines
+
+
+ROLLOUT = """
+import torch
+def collect(agent, envs, buffer, device, num_steps):
+    next_obs = torch.zeros(4, 8, device=device)
+    for step in range(num_steps):
+        with torch.no_grad():
+            action = agent(next_obs)
+        obs, reward, done, truncated, infos = envs.step(action.cpu().numpy())
+        next_obs = torch.tensor(obs, device=device)
+        if "episode" in infos:
+            returns = infos["episode"]["r"][infos["_episode"]].tolist()
+        buffer.append(reward)
+    print(next_obs.sum().item())
+"""
+
+
+def test_a_loop_that_steps_an_environment_runs_once_per_step() -> None:
+    """A rollout acts in its environment each iteration: the copy of the action to the host and
+    the observation copied back are per-step syncs; what the environment returns is host data."""
+    found = reported(ROLLOUT)
+    assert (8, "SFL102") in found and (9, "SFL401") in found
+    assert not any(line == 11 for line, _ in found)  # numpy from the environment's info
+    assert not any(line == 13 for line, _ in found)  # after the rollout: once per call
+
+
+def test_rollout_loop_says_why() -> None:
+    result = engine.lint_text("loop.py", textwrap.dedent(ROLLOUT), Config())
+    hops = [hop for d in result if d.line == 8 for hop in d.reach]
+    assert any("calls envs.step()" in what for _, what in hops)
