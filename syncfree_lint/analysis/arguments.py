@@ -86,8 +86,8 @@ class ArgumentsMixin:
                 break
             value = arg.value
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
-            if kind is None:
-                kind = self._object_kind(value)
+            if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
+                kind = self._object_kind(value) or kind
             if arg.keyword is not None:
                 keywords.append((arg.keyword.value, kind))
             elif not keywords:
@@ -201,7 +201,7 @@ def worth_another_walk(analysis: "ModuleAnalysis", found: Seeds, used: Seeds) ->
     sets. Other seeds (numbers, modules) ride along when the file is walked again."""
     candidates = [
         qualname for qualname, kinds in found.items() for name, kind in kinds.items()
-        if (kind in _DECISIVE or class_of_kind(kind) is not None) and (qualname, name) in analysis.unknown_reads and used.get(qualname, {}).get(name) != kind
+        if _decisive(name, kind) and (qualname, name) in analysis.unknown_reads and used.get(qualname, {}).get(name) != kind
     ]
     analysis.deferred_seeds = set()
     if not candidates:
@@ -222,6 +222,8 @@ def _reached_from_steps(analysis: "ModuleAnalysis") -> Set[str]:
         if any(loop.is_step for loop in site.placement.loops) or (caller is not None and caller.is_step):
             reached.update(targets)
         calls.setdefault(caller.qualname if caller is not None else None, []).extend(targets)
+    # a function that is a step or holds a step loop runs its own code per step, whoever calls it
+    reached.update(qualname for qualname, frame in analysis.functions.items() if frame.is_step or frame.has_step_loop)
     frontier = list(reached)
     while frontier:
         for target in calls.get(frontier.pop(), ()):
@@ -233,6 +235,15 @@ def _reached_from_steps(analysis: "ModuleAnalysis") -> Set[str]:
 
 #: kinds whose arrival in a parameter can change what the rules report
 _DECISIVE = tensors.DEVICE_TENSORS | {tensors.TENSORS, tensors.NUMPY, tensors.HOST_TENSOR, tensors.HOST_BATCH, PASSED}
+
+
+def _decisive(name: str, kind: str) -> bool:
+    """Could ``kind`` arriving in parameter ``name`` change a finding? A module does where the name
+    does not already say so (``criterion(out, y)`` gives a tensor once ``criterion`` is known to be
+    ``nn.CrossEntropyLoss()``; ``model(x)`` gives one anyway)."""
+    if kind == tensors.MODULE:
+        return not tensors.looks_like_module(name)
+    return kind in _DECISIVE or class_of_kind(kind) is not None
 
 
 def analyse(walk: Callable[[Seeds], "ModuleAnalysis"]) -> "ModuleAnalysis":

@@ -24,6 +24,7 @@ from syncfree_lint.analysis.instances import (
     unwrap_returning_self,
 )
 from syncfree_lint.analysis.scope import has_modulo
+from syncfree_lint.knowledge import torch_api as api
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
@@ -246,6 +247,22 @@ class BindingsMixin:
             self.unknown_imports.add(qual)
         return kind
 
+    def _module_tensors(self, func: cst.Attribute, target: cst.BaseExpression) -> bool:
+        """``for p in model.parameters()``: ``p`` is a tensor; ``for name, p in
+        model.named_parameters()``: ``name`` a string, ``p`` a tensor. True when it bound them."""
+        owner_kind = self.kind(func.value)
+        if owner_kind not in (None, tensors.MODULE):
+            return False
+        method = func.attr.value
+        if method in api.MODULE_TENSOR_ITERATORS:
+            self._bind_target(target, tensors.TENSOR)
+            return True
+        if method in api.MODULE_NAMED_TENSOR_ITERATORS and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+            self._bind_target(target.elements[0].value, tensors.OTHER)
+            self._bind_target(target.elements[1].value, tensors.TENSOR)
+            return True
+        return False
+
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, over_loader: bool,
                           item_kind: str = tensors.BATCH) -> None:
         """Kinds of a loop's names: ``enumerate`` and ``range`` give host ints, a mapping's keys
@@ -260,6 +277,14 @@ class BindingsMixin:
             if called == "range":
                 self._bind_target(target, tensors.NUMBER)
                 return
+            if called == "zip" and isinstance(target, cst.Tuple) and len(target.elements) == len(iterable.args) \
+                    and not over_loader and all(arg.star == "" and arg.keyword is None for arg in iterable.args):
+                for element, arg in zip(target.elements, iterable.args):  # `for res, tgt in zip(results, targets)`
+                    self._bind_loop_target(element.value, arg.value, False)
+                return
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+                and self._module_tensors(iterable.func, target):
+            return
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
                 and iterable.func.attr.value in ("items", "keys") and not iterable.args:
             mapping = self.kind(iterable.func.value)
@@ -280,8 +305,8 @@ class BindingsMixin:
             self._bind_batch(target, item_kind)
             return
         kind = self.kind(iterable)
-        if kind == tensors.BATCH:
-            self._bind_batch(target, tensors.BATCH)
+        if kind in (tensors.BATCH, tensors.HOST_BATCH):
+            self._bind_batch(target, kind)  # the items of a batch: where the batch is
         elif kind == tensors.TENSORS and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
                 and iterable.func.attr.value == "values":
             self._bind_target(target, tensors.TENSOR)

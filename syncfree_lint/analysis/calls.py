@@ -7,14 +7,14 @@ defined in this module; imported ones are resolved by the whole run (``analysis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames
-from syncfree_lint.analysis.passed_callables import PassedCallables
+from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_names
 from syncfree_lint.knowledge.callables import BUILTIN_BASES, CALLABLE_WRAPPERS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,6 +89,7 @@ class CallsMixin:
     passed_callables: PassedCallables
     calls: List[CallSite]
     function: Optional["FunctionFrame"]
+    unknown_reads: Set[Tuple[str, str]]
     loops: List["LoopFrame"]
     placement: Callable[[], "Placement"]
     statement: Optional[cst.CSTNode]
@@ -125,6 +126,9 @@ class CallsMixin:
                 origin = self.results_of.lookup(prefix, func.value.value)
                 if origin is not None:  # `scorer.score(x)` on `scorer = create_scorer()`: its class is worth learning
                     self.objects_wanted.add(origin)
+                elif self.function is not None and func.value.value in parameter_names(self.function):
+                    # `evaluator.update(x)` on a parameter: the class a caller passes is worth learning
+                    self.unknown_reads.add((self.function.qualname, func.value.value))
             text = dotted(func)
             if text is None:
                 return None

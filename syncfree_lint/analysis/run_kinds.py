@@ -180,7 +180,8 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
                     records.setdefault(target, []).append(arguments)
     out: Dict[str, List[Tuple[str, ArgKinds]]] = {}
     for (path, qualname), calls in sorted(records.items()):
-        if any(_passes_device_tensor(arguments) or _objects_only(arguments) is not None for arguments in calls):
+        if any(_passes_device_tensor(arguments) or _passes_host_data(arguments) or _objects_only(arguments) is not None
+               for arguments in calls):
             out.setdefault(path, []).extend((qualname, arguments) for arguments in sorted(set(calls), key=repr))
     return out
 
@@ -218,6 +219,16 @@ def _passes_device_tensor(arguments: ArgKinds) -> bool:
     positional, keywords = arguments
     return any(kind in tensors.DEVICE_TENSORS or kind == tensors.TENSORS
                for kind in (*positional, *(kind for _, kind in keywords)))
+
+
+def _passes_host_data(arguments: ArgKinds) -> bool:
+    """A step passes tensors or arrays known to be on the host (a loader's batch it never moved):
+    the callee's reads of them are no syncs, which only this call can tell it."""
+    positional, keywords = arguments
+    return any(kind in _HOST_DATA for kind in (*positional, *(kind for _, kind in keywords)))
+
+
+_HOST_DATA = frozenset({tensors.HOST_BATCH, tensors.HOST_TENSOR, tensors.NUMPY})
 
 
 def _objects_only(arguments: ArgKinds) -> Optional[ArgKinds]:

@@ -43,16 +43,18 @@ OPT_IN_CALLS = frozenset({
 #: does not make it a per-step function
 TEST_FUNCTION_PREFIX = "test"
 
+_LIGHTNING_BATCH_HOOKS = frozenset({"on_train_batch_start", "on_train_batch_end", "on_validation_batch_start",
+                                    "on_validation_batch_end", "on_test_batch_end", "on_before_backward",
+                                    "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"})
 #: methods a training framework calls once per batch, by the name of the base class they override
 FRAMEWORK_BATCH_HOOKS = {
     # mmengine
     "BaseMetric": frozenset({"process"}),
     "Hook": frozenset({"before_train_iter", "after_train_iter", "before_val_iter", "after_val_iter",
                        "before_test_iter", "after_test_iter"}),
-    # Lightning
-    "Callback": frozenset({"on_train_batch_start", "on_train_batch_end", "on_validation_batch_start",
-                           "on_validation_batch_end", "on_test_batch_end", "on_before_backward",
-                           "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"}),
+    # Lightning: a callback's hooks, and the same hooks overridden on the LightningModule itself
+    "Callback": _LIGHTNING_BATCH_HOOKS,
+    "LightningModule": _LIGHTNING_BATCH_HOOKS,
     # Hugging Face transformers
     "TrainerCallback": frozenset({"on_step_begin", "on_step_end", "on_substep_end"}),
     "Trainer": frozenset({"training_step", "compute_loss", "prediction_step"}),

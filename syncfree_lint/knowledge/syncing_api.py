@@ -34,3 +34,11 @@ SYNCING_METHODS: Dict[str, Dict[str, str]] = {
 SCALER_ONLY_METHODS: Dict[str, str] = {
     "get_scale": "reads the loss scale back from the device (`.item()` inside)",
 }
+
+#: library functions whose output size depends on the data (``rules/shapes/nonzero.py``): on
+#: device inputs the host reads the count back to size the result. torchvision's CUDA NMS copies
+#: its overlap mask to the host and picks the kept boxes there.
+DATA_DEPENDENT_FUNCTIONS = frozenset({
+    "torchvision.ops.nms", "torchvision.ops.batched_nms",
+    "torchvision.ops.boxes.nms", "torchvision.ops.boxes.batched_nms",
+})

@@ -70,6 +70,10 @@ OWN_TENSOR_ITERATORS = frozenset({
     "parameters", "buffers", "named_parameters", "named_buffers", "values", "items", "state_dict",
     "children", "modules", "named_modules",
 })
+#: a module's own tensors, one per iteration (``for p in model.parameters()``); the named forms
+#: give ``(name, tensor)`` pairs: on the device wherever the model is
+MODULE_TENSOR_ITERATORS = frozenset({"parameters", "buffers"})
+MODULE_NAMED_TENSOR_ITERATORS = frozenset({"named_parameters", "named_buffers"})
 #: methods whose presence on a name proves it is an nn.Module
 MODULE_EVIDENCE_METHODS = frozenset({
     "parameters", "named_parameters", "named_modules", "modules", "train", "eval",

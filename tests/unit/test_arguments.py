@@ -142,3 +142,86 @@ SWITCH = (
 ])
 def test_a_false_default_is_a_switch_unless_a_call_sets_it(call: str, reported: bool) -> None:
     assert (("SFL101", 7) in _findings(SWITCH.replace("{call}", call))) is reported
+
+
+def _lines(source: str, code: str = "") -> set:
+    import textwrap
+    return {d.line for d in lint_text("t.py", textwrap.dedent(source), Config()) if d.code.startswith(code or "SFL")}
+
+
+EPOCH_FUNCTION = """
+import torch
+import torch.nn as nn
+
+def train_one_epoch(model, criterion, optimizer, scaler, loader, device):
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+        aux = criterion(model(x), y)
+        print(float(aux))
+        scaler.scale(aux).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        before = scaler.get_scale()
+
+def main():
+    device = torch.device("cuda")
+    model = nn.Linear(3, 3).to(device)
+    criterion = nn.CrossEntropyLoss()
+    scaler = torch.cuda.amp.GradScaler()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        train_one_epoch(model, criterion, optimizer, scaler, [], device)
+"""
+
+
+def test_an_epoch_function_learns_what_its_caller_passes() -> None:
+    """A function holding a step loop runs its loop per step whoever calls it: the module passed
+    as ``criterion`` makes ``criterion(...)`` a tensor, and the GradScaler instance keeps its class
+    (not just "not a tensor"), so ``get_scale()`` is known to read the device."""
+    assert {9, 13} <= _lines(EPOCH_FUNCTION)
+
+
+ZIPPED = """
+import torch
+
+class Evaluator:
+    def update(self, outputs, targets):
+        for out, tgt in zip(outputs, targets):
+            a = tgt["boxes"].numpy()
+            b = out.max().item()
+
+def evaluate(model, loader, device, evaluator):
+    model.eval()
+    for images, targets in loader:
+        images = images.to(device, non_blocking=True)
+        evaluator.update(model(images), targets)
+
+def main():
+    evaluator = Evaluator()
+    evaluate(None, [], "cuda", evaluator)
+"""
+
+
+def test_zip_binds_each_name_from_its_own_iterable() -> None:
+    """``targets`` is a batch the loop never moves: its items are on the host; the model's outputs
+    are on the device."""
+    found = _lines(ZIPPED)
+    assert 7 not in found and 8 in found
+
+
+@pytest.mark.parametrize("loop,expected", [
+    ("for p in model.parameters():\n                v = float(p.grad.norm())", True),
+    ("for name, p in model.named_parameters():\n                v = float(p.grad.norm())", True),
+    ("for name, p in model.named_parameters():\n                v = p.numel() if p.requires_grad else 0", False),
+])
+def test_a_models_own_tensors_are_device_tensors(loop: str, expected: bool) -> None:
+    source = f"""
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            model(x.cuda()).mean().backward()
+            optimizer.step()
+            {loop}
+    """
+    assert bool(_lines(source, "SFL1")) is expected
+    assert not _lines(source, "SFL0")
