@@ -122,7 +122,8 @@ class BindingsMixin:
                 for element, element_kind in zip(target.elements, elements):
                     self._bind_target(element.value, element_kind)
                 return
-            element_kind = kind if kind in tensors.DEVICE_TENSORS or kind == tensors.NUMPY else None
+            element_kind = tensors.TENSOR if kind == tensors.TENSORS else \
+                kind if kind in tensors.DEVICE_TENSORS or kind == tensors.NUMPY else None
             for element in target.elements:
                 self._bind_target(element.value, element_kind)
         elif isinstance(target, cst.StarredElement):
@@ -375,6 +376,10 @@ class BindingsMixin:
                 self._evidence(func.value, tensors.MODULE)
             if attr == "register_buffer":
                 self._learn_buffer(func.value, node)
+            elif attr == "append" and len(node.args) == 1 and isinstance(func.value, cst.Name) \
+                    and self.kind(node.args[0].value) in tensors.DEVICE_TENSORS \
+                    and self.lookup(func.value.value) in (None, tensors.OTHER):
+                self._bind(func.value.value, tensors.TENSORS)  # `res.append(correct_k.mul_(100 / n))`: a list of device tensors
         if qual is not None and qual.startswith("torch.distributed.") and node.args:
             if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
                 self._evidence(node.args[0].value, tensors.TENSOR)

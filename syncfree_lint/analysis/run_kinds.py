@@ -38,7 +38,7 @@ from syncfree_lint.analysis.instances import class_of_kind
 #: return kinds worth a second walk of the caller: they make reads of the result findings (a
 #: device tensor, or a tuple holding one) or clear them (host arrays and tensors). A module, a
 #: number or a loader changed no finding on the dev corpus and cost one file in four a second walk.
-_TELLING_RETURNS = tensors.DEVICE_TENSORS | {tensors.NUMPY, tensors.HOST_TENSOR, tensors.HOST_BATCH}
+_TELLING_RETURNS = tensors.DEVICE_TENSORS | {tensors.TENSORS, tensors.NUMPY, tensors.HOST_TENSOR, tensors.HOST_BATCH}
 
 #: at most this many rounds of walking files again with what others teach them
 ROUNDS = 3
@@ -94,7 +94,9 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
 def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[str]:
     """Paths of the other files that call a function of a ``reported`` file: when only some files
     are linted (with their project read for context), those may need to learn a kind themselves
-    before they can pass it on (``loss = compute_loss(...)``, then ``log_stats(loss)``)."""
+    before they can pass it on (``loss = compute_loss(...)``, then ``log_stats(loss)``); and the
+    files of the functions a reported file needs the result of (``acc1, acc5 = accuracy(out, y)``),
+    whose result may depend on what the reported file passes them."""
     index = function_index(all_facts)
     skipped = _skipped_modules(all_facts, reported)
     factories = _factory_modules(all_facts)
@@ -111,6 +113,11 @@ def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[s
                     (not targets and _in_skipped_file(name, skipped) is not None):
                 out.add(facts.path)
                 break
+    for facts in all_facts:  # a function a reported file calls for its result may learn what it is passed first
+        if facts.path in reported:
+            for name in facts.unknown_imports:
+                out.update(path for path in (target.rpartition("::")[0] for target in lookup(index, name, facts.root))
+                           if path not in reported)
     return out
 
 

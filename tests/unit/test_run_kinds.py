@@ -207,3 +207,80 @@ def test_stdin_buffer_learns_from_its_project(tmp_path: Path) -> None:
     text = (project / "lib" / "fmt.py").read_text()
     found = engine.lint_text(str(project / "lib" / "fmt.py"), text, Config(), project=True)
     assert [(d.line, d.code) for d in found] == [(3, "SFL107")]
+
+
+LIST_RETURN = {
+    "utils.py": '''
+        import torch
+
+        def accuracy(output, target, topk=(1,)):
+            _, pred = output.topk(max(topk), 1)
+            correct = pred.t().eq(target.view(1, -1))
+            res = []
+            for k in topk:
+                res.append(correct[:k].reshape(-1).float().sum(0, keepdim=True) * (100.0 / target.size(0)))
+            return res
+        ''',
+    "train.py": '''
+        import torch
+        from utils import accuracy
+
+        def train(model, loader, optimizer, writer):
+            for step, (x, y) in enumerate(loader):
+                x, y = x.cuda(), y.cuda()
+                out = model(x)
+                out.mean().backward()
+                optimizer.step()
+                acc1, acc5 = accuracy(out, y, topk=(1, 5))
+                writer.add_scalar("acc1", acc1, step)
+        ''',
+}
+
+
+def test_a_list_of_device_tensors_returned_from_another_file(tmp_path: Path) -> None:
+    """``res.append(tensor)`` makes ``res`` a list of device tensors; the caller unpacks tensors.
+    Linted alone, train.py first teaches utils.py what it passes, then learns what comes back."""
+    project = _project(tmp_path, LIST_RETURN)
+    expected = [("train.py", 12, "SFL109")]
+    whole = engine.run([str(project)], Config())
+    assert [(Path(d.path).name, d.line, d.code) for d in whole.diagnostics] == expected
+    alone = engine.run([str(project / "train.py")], Config(), project=True)
+    assert [(Path(d.path).name, d.line, d.code) for d in alone.diagnostics] == expected
+
+
+HOOKS = {
+    "trainer.py": '''
+        import torch
+
+        class Callback:
+            def on_step_end(self, trainer, logs):
+                pass
+
+        class Trainer:
+            def __init__(self, model, optimizer, callbacks):
+                self.model, self.optimizer, self.callbacks = model, optimizer, callbacks
+
+            def fit(self, loader):
+                for x, y in loader:
+                    loss = self.model(x.cuda()).mean()
+                    loss.backward()
+                    self.optimizer.step()
+                    for cb in self.callbacks:
+                        cb.on_step_end(self, {"loss": loss.detach()})
+        ''',
+    "train.py": '''
+        import torch
+        from trainer import Callback
+
+        class NanGuard(Callback):
+            def on_step_end(self, trainer, logs):
+                if not torch.isfinite(logs["loss"]):
+                    raise RuntimeError("non-finite loss")
+        ''',
+}
+
+
+def test_a_hook_declared_in_a_context_file_is_a_step_for_a_file_linted_alone(tmp_path: Path) -> None:
+    project = _project(tmp_path, HOOKS)
+    for result in (engine.run([str(project)], Config()), engine.run([str(project / "train.py")], Config(), project=True)):
+        assert ("train.py", 7) in [(Path(d.path).name, d.line) for d in result.diagnostics]
