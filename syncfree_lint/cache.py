@@ -81,6 +81,23 @@ class Cache:
             digest.update(data)
         return digest.hexdigest()
 
+    def project_run_key(self, paths: Sequence[str], context: Sequence[str]) -> Optional[str]:
+        """The key of a run over some files of a project: their names and bytes, and the name,
+        size and modification time of every other file of the project read for context (the
+        project index decides a summary is stale the same way)."""
+        own = self.run_key(paths)
+        if own is None:
+            return None
+        digest = hashlib.blake2b(self.salt + b"project\0" + own.encode(), digest_size=20)
+        for path in sorted(context):
+            try:
+                info = os.stat(path)
+            except OSError:
+                return None
+            digest.update(b"%s\0%d\0%d\0" % (os.path.abspath(path).encode("utf-8", "surrogateescape"),
+                                               info.st_size, info.st_mtime_ns))
+        return digest.hexdigest()
+
     def _file(self, key: str) -> str:
         return os.path.join(self.folder, key[:2], key[2:] + ".pickle")
 

@@ -347,7 +347,13 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
         if project:
             requested = [stdin[0]] if stdin is not None else files
             if requested and not any(os.path.isdir(path) for path in paths):
-                all_facts.extend(project_context(requested, config, enabled, cache, jobs))
+                context = project_context(requested, config, enabled, cache, jobs)
+                all_facts.extend(context)
+                if cache is not None and stdin is None:  # nothing of the project changed: the stored result
+                    run_key = cache.project_run_key(files, [facts.path for facts in context])
+                    stored = cache.get(run_key) if run_key is not None else None
+                    if isinstance(stored, RunResult):
+                        return stored
         linted = len(files)  # the rest are the project's context: summaries that only teach
         all_facts[:linted], all_facts[linted:] = learn_across_files(
             all_facts[:linted], all_facts[linted:], config, enabled, cache, fixes, stdin, jobs=jobs)

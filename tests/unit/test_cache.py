@@ -43,3 +43,37 @@ def test_the_source_hash_reads_every_module_of_the_package(tmp_path, monkeypatch
     assert changed != first
     module.write_text("X = 3\n")  # within one process the hash is not recomputed
     assert Cache(str(tmp_path / "cache"), "config").key("train.py", b"x = 1\n") == changed
+
+
+def test_a_single_file_run_is_served_whole_until_another_project_file_changes(tmp_path) -> None:
+    """A file linted alone depends on the rest of its project: the stored result of the run is
+    served while no file of the project changed, and missed as soon as one did."""
+    import os
+
+    from syncfree_lint import engine
+    from syncfree_lint.config import Config
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    (project / "helpers.py").write_text("def show(loss):\n    return loss\n")
+    (project / "train.py").write_text(
+        "import torch\nfrom helpers import show\n\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        loss = model(x.cuda()).mean()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        show(loss)\n")
+    cache = Cache(str(tmp_path / "cache"), repr(Config()))
+
+    def lines() -> list:
+        result = engine.run([str(project / "helpers.py")], Config(), cache=cache, project=True)
+        return [(os.path.basename(d.path), d.line) for d in result.diagnostics]
+
+    assert lines() == [] and lines() == []
+    (project / "helpers.py").write_text("def show(loss):\n    return loss.item()\n")
+    assert lines() == [("helpers.py", 2)]
+    (project / "train.py").write_text((project / "train.py").read_text().replace("        show(loss)\n", ""))
+    os.utime(project / "train.py", ns=(1, 1))  # another project file changed: no step calls show() now
+    assert lines() == []
