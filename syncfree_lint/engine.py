@@ -347,13 +347,13 @@ def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] =
         if project:
             requested = [stdin[0]] if stdin is not None else files
             if requested and not any(os.path.isdir(path) for path in paths):
-                context = project_context(requested, config, enabled, cache, jobs)
-                all_facts.extend(context)
+                by_root = context_files(requested, lambda given: discover(given, config))
                 if cache is not None and stdin is None:  # nothing of the project changed: the stored result
-                    run_key = cache.project_run_key(files, [facts.path for facts in context])
+                    run_key = cache.project_run_key(files, [path for paths in by_root.values() for path in paths])
                     stored = cache.get(run_key) if run_key is not None else None
                     if isinstance(stored, RunResult):
                         return stored
+                all_facts.extend(project_context(by_root, config, enabled, cache, jobs))
         linted = len(files)  # the rest are the project's context: summaries that only teach
         all_facts[:linted], all_facts[linted:] = learn_across_files(
             all_facts[:linted], all_facts[linted:], config, enabled, cache, fixes, stdin, jobs=jobs)
@@ -394,7 +394,8 @@ def lint_text(path: str, text: str, config: Config, noqa: bool = True, fixes: bo
     flake8 applies ``# noqa`` itself), editors."""
     enabled = config.enabled_codes(DEFAULTS)
     facts, _, _ = lint_path(path, config, enabled, text, noqa=noqa, fixes=fixes)
-    context = project_context([path], config, enabled, project_cache, 1) if project else []
+    context = project_context(context_files([path], lambda given: discover(given, config)), config, enabled,
+                              project_cache, 1) if project else []
     (facts,), context = learn_across_files([facts], context, config, enabled, None, fixes, (path, text), noqa)
     always = Config(select=("SFL000", "SFL001"), ignore=config.ignore).enabled_codes(DEFAULTS)
     return place_in_cells(select(resolve([facts] + context), config, enabled | always), _reader((path, text)))
@@ -466,12 +467,12 @@ def _context_summary(path: str, external: ExternalKinds, config: Config, enabled
     return slim
 
 
-def project_context(requested: Sequence[str], config: Config, enabled: FrozenSet[str], cache: Optional[Cache],
+def project_context(by_root: Dict[str, List[str]], config: Config, enabled: FrozenSet[str], cache: Optional[Cache],
                     jobs: int) -> List[FileFacts]:
     """Summaries (functions and call edges, no findings) of the other files of the projects the
-    ``requested`` files belong to."""
+    requested files belong to (``project.context_files``: root -> files)."""
     out: List[FileFacts] = []
-    for root, files in context_files(requested, lambda given: discover(given, config)).items():
+    for root, files in by_root.items():
         index = ProjectIndex.open(root, cache.folder if cache is not None else None, repr(config))
 
         def lint(paths: List[str]) -> List[FileFacts]:
