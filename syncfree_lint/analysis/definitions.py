@@ -41,6 +41,7 @@ class DefinitionsMixin:
     _kinds: Dict[int, Optional[str]]
     grad_off: bool
     qualname: Callable[[cst.BaseExpression], Optional[str]]
+    kind: Callable[[cst.BaseExpression], Optional[str]]
     instances: InstanceTable
     _prefix: List[str]
     _marker_functions: Set[str]
@@ -77,7 +78,8 @@ class DefinitionsMixin:
             pname = param.name.value
             if pname == "self" and self.class_frame is not None:
                 env[pname] = tensors.MODULE if self.class_frame.is_module else None
-            elif pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE):
+            elif (pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE)) \
+                    and not (param.default is not None and self.kind(param.default) == tensors.NUMBER):  # `batch=16`: a size
                 env[pname] = tensors.BATCH
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)

@@ -463,3 +463,13 @@ def iterates_own_tensors(iterable: cst.BaseExpression) -> bool:
     call = iterated(iterable)
     return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
         and call.func.attr.value in torch_api.OWN_TENSOR_ITERATORS
+
+
+def moves_each_item(node: cst.ListComp) -> bool:
+    """``[x.to(device) for x in batch]``: each item itself moved (a field of it, ``x["instances"]
+    .to(d)``, may be another object with a ``.to()``)."""
+    elt, comp = node.elt, node.for_in
+    return isinstance(elt, cst.Call) and isinstance(elt.func, cst.Attribute) and elt.func.attr.value in ("to", "cuda") \
+        and isinstance(elt.func.value, cst.Name) and isinstance(comp.target, cst.Name) \
+        and elt.func.value.value == comp.target.value and comp.inner_for_in is None
+

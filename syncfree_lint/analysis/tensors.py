@@ -14,7 +14,7 @@ import libcst as cst
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.analysis.nodes import sequence_elements
-from syncfree_lint.analysis.scope import mentions_loader
+from syncfree_lint.analysis.scope import mentions_loader, moves_each_item
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.knowledge.frequency import is_environment_name, is_module_name
 from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysis read them as tensors.X
@@ -102,7 +102,12 @@ class TensorInference:
         return OTHER
 
     _ConcatenatedString = _FormattedString = _SimpleString
-    _List = _Set = _ListComp = _SetComp = _SimpleString
+    _List = _Set = _SetComp = _SimpleString
+
+    def _ListComp(self, node: cst.ListComp) -> str:
+        """``[x.to(device) for x in batch]``: a list of device tensors (``text, lens = [...]``)."""
+        return TENSORS if moves_each_item(node) and self.kind(node.for_in.iter) in (BATCH, HOST_BATCH) \
+            and self.kind(node.elt) in DEVICE_TENSORS else OTHER
 
     def _Dict(self, node: cst.Dict) -> str:  # a dict holding a device tensor: a container of them
         return TENSORS if any(isinstance(e, cst.DictElement) and self.kind(e.value) in DEVICE_TENSORS
@@ -435,7 +440,7 @@ class TensorInference:
         if value is None:  # .to(dtype=...) keeps the device
             return TENSOR if receiver in DEVICE_TENSORS else receiver
         if receiver in (BATCH, HOST_BATCH):
-            return TENSOR
+            return BATCH  # a batch moved whole (`data = data.to(device)`): its fields are on the device too
         return TENSOR if receiver in DEVICE_TENSORS or value is not None else receiver
 
 

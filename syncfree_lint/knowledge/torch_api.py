@@ -111,3 +111,11 @@ BUILTINS_OVER_ELEMENTS = frozenset({"sum", "max", "min"})
 BUILTINS_KEEPING_TENSORS = frozenset({"abs", "round", "pow"})
 #: device strings of accelerators (``"cuda"``, ``"cuda:1"``, ``"mps"``)
 ACCELERATOR_DEVICE_STRINGS = frozenset({"cuda", "mps", "xla", "xpu", "npu", "hpu"})
+
+#: torch factories whose positional arguments are Python numbers (bounds, counts, sizes): a 0-d
+#: device tensor there is read on the host (``torch.arange(0, lengths.max(), device=d)``), SFL112
+TORCH_NUMBER_ARGUMENT_FACTORIES = frozenset({
+    "torch.arange", "torch.linspace", "torch.logspace", "torch.zeros", "torch.ones", "torch.empty",
+    "torch.rand", "torch.randn", "torch.eye",
+})
+

@@ -223,3 +223,49 @@ def test_rollout_loop_says_why() -> None:
     result = engine.lint_text("loop.py", textwrap.dedent(ROLLOUT), Config())
     hops = [hop for d in result if d.line == 8 for hop in d.reach]
     assert any("calls envs.step()" in what for _, what in hops)
+
+
+@pytest.mark.parametrize("source,line,expected", [
+    # every item of a batch moved by a comprehension, then unpacked: device tensors
+    ("""
+     import torch
+     def step(model, batch, device):
+         text, lens = [x.to(device, non_blocking=True) for x in batch]
+         for b in range(lens.shape[0]):
+             n = int(lens[b])
+         model(text).mean().backward()
+     """, 6, True),
+    # a field of each item moved (`x["instances"].to(d)`) may be another object: not said
+    ("""
+     import torch
+     def step(model, batch, device):
+         gt = [x["instances"].to(device) for x in batch]
+         if gt[0].has("masks"):
+             pass
+         model(batch).mean().backward()
+     """, 5, False),
+    # a batch object moved whole keeps its fields on the device
+    ("""
+     import torch
+     def train(model, loader, optimizer, device):
+         for data in loader:
+             data = data.to(device, non_blocking=True)
+             valid = data.y == data.y
+             loss = model(data.x)[valid].mean()
+             loss.backward()
+             optimizer.step()
+     """, 7, True),
+    # a parameter called `batch` whose default is a number is a size, not a batch
+    ("""
+     import torch
+     def make(steps=30, batch=16):
+         return torch.randn(steps * batch, 8)
+     def train(model, loader, optimizer):
+         for x, y in loader:
+             model(x.cuda()).mean().backward()
+             optimizer.step()
+             make()
+     """, 4, False),
+])
+def test_batches_moved_whole_or_item_by_item(source: str, line: int, expected: bool) -> None:
+    assert any(found == line for found, _ in reported(source)) is expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.knowledge.torch_api import TORCH_NUMBER_ARGUMENT_FACTORIES
 from syncfree_lint.rules.base import Rule
 
 
@@ -15,6 +16,8 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                    "slice with a host int (a length you already know) or mask on device",
         "range": "`range()` of a tensor converts it to a Python int: the host waits for the GPU; loop over a host "
                  "count, or vectorise",
+        "factory": "`{function}()` of a tensor bound or size converts it to a Python number: the host waits for the "
+                   "GPU; pass a host number (a length you already know), or build to the padded size and mask",
     }
     node_types = (cst.Slice, cst.Call)
     invalid = (
@@ -37,8 +40,28 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                 out.mean().backward()
                 optimizer.step()
         """,
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, lengths in loader:
+                lengths = lengths.cuda()
+                ids = torch.arange(0, lengths.max(), device=lengths.device)
+                out = model(x, ids[None] < lengths[:, None])
+                out.mean().backward()
+                optimizer.step()
+        """,
     )
     valid = (
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, lengths in loader:
+                x, lengths = x.cuda(), lengths.cuda()
+                ids = torch.arange(x.shape[1], device=x.device)
+                out = model(x, ids[None] < lengths[:, None])
+                out.mean().backward()
+                optimizer.step()
+        """,
         """
         def train(model, loader, optimizer, max_len):
             for tokens, lengths in loader:
@@ -59,7 +82,8 @@ class ImplicitIndex(Rule[cst.CSTNode]):
     doc = """
 ## What it does
 Flags a tensor used where Python needs an `int`, inside a step: a slice bound
-(`x[:, :lengths.max()]`, `seq[: batch["len"][i]]`) and an argument of `range()`. An index that is
+(`x[:, :lengths.max()]`, `seq[: batch["len"][i]]`), an argument of `range()`, and a bound or size
+of a torch factory (`torch.arange(0, lengths.max(), device=d)`, `torch.zeros(n)` with a tensor `n`). An index that is
 itself a tensor (`x[idx]`, advanced indexing) is not flagged: it stays on the device.
 
 ## Why it syncs
@@ -92,3 +116,6 @@ No automatic fix.
                 and not ctx.is_imported("range"):
             if any(not arg.keyword and ctx.is_tensor(arg.value) for arg in node.args):
                 ctx.report(self, node, "range")
+        elif isinstance(node, cst.Call) and (ctx.qualname(node.func) or "") in TORCH_NUMBER_ARGUMENT_FACTORIES:
+            if any(not arg.keyword and not arg.star and ctx.is_tensor(arg.value) for arg in node.args):
+                ctx.report(self, node, "factory", function=(ctx.qualname(node.func) or "").rsplit(".", 1)[-1])
