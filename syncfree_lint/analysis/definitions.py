@@ -79,7 +79,8 @@ class DefinitionsMixin:
             if pname == "self" and self.class_frame is not None:
                 env[pname] = tensors.MODULE if self.class_frame.is_module else None
             elif (pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE)) \
-                    and not (param.default is not None and self.kind(param.default) == tensors.NUMBER):  # `batch=16`: a size
+                    and not (param.default is not None and self.kind(param.default) == tensors.NUMBER) \
+                    and param is not node.params.star_arg:  # `batch=16` is a size; `*inputs` a tuple
                 env[pname] = tensors.BATCH
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)

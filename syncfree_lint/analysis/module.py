@@ -32,7 +32,7 @@ from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.model import Checker, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
-    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, mark_step, is_negated_flag, is_step_marker, iterated,
+    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, mark_step, is_flag_exit, is_step_marker, iterated,
     iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names,
 )
 from syncfree_lint.diagnostic import Fix
@@ -328,7 +328,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         elif exit_kind == "return" and self.function is not None and not self.loops:
             # ``if not should_log: return`` anywhere in the function guards what follows it
             test = node.test
-            if guard or (isinstance(test, cst.UnaryOperation) and is_negated_flag(test)
+            if guard or (isinstance(test, cst.UnaryOperation) and is_flag_exit(node)
                          and self.kind(test.expression) not in tensors.DEVICE_TENSORS):
                 self.function.rest_guarded = True
 

@@ -312,6 +312,18 @@ def is_negated_flag(expr: cst.BaseExpression) -> bool:
     )
 
 
+def is_flag_exit(node: cst.If) -> bool:
+    """``if not should_log: return``: a negated flag whose branch leaves with nothing. A branch
+    that returns a value (``if not self.losses: return float("nan")``) answers an empty input;
+    what follows it still runs whenever there is something to compute."""
+    if not is_negated_flag(node.test) or is_early_exit(node) != "return":
+        return False
+    first = node.body.body[0]
+    only = first.body[0] if isinstance(first, cst.SimpleStatementLine) else first
+    value = only.value if isinstance(only, cst.Return) else None
+    return value is None or isinstance(value, cst.Name) and value.value == "None"
+
+
 def is_host_branch(expr: cst.BaseExpression) -> bool:
     """``if t.device == torch.device("cpu"):`` / ``if t.device.type == "cpu":`` (no device here)."""
     if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:

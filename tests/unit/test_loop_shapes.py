@@ -269,3 +269,44 @@ def test_rollout_loop_says_why() -> None:
 ])
 def test_batches_moved_whole_or_item_by_item(source: str, line: int, expected: bool) -> None:
     assert any(found == line for found, _ in reported(source)) is expected
+
+
+EARLY_RETURNS = """
+import torch
+class Tracker:
+    def __init__(self):
+        self.losses = []
+    def mean_loss(self):
+        if not self.losses:
+            return float("nan")
+        return torch.cat(self.losses).mean().item()
+    def log(self, should_log):
+        if not should_log:
+            return
+        return torch.cat(self.losses).mean().item()
+def train(model, loader, optimizer, tracker: Tracker, args):
+    for x, y in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        optimizer.step()
+        tracker.losses.append(loss.detach())
+        print(tracker.mean_loss(), tracker.log(args.log))
+"""
+
+
+def test_an_early_return_of_a_value_is_not_a_frequency_guard() -> None:
+    """``if not self.losses: return float("nan")`` answers an empty input: the read after it runs
+    every step; ``if not should_log: return`` (nothing returned) is the early-exit guard."""
+    lines = {line for line, _ in reported(EARLY_RETURNS)}
+    assert 9 in lines and 13 not in lines
+
+
+def test_star_args_of_a_step_are_a_tuple() -> None:
+    source = """
+    import torch.nn as nn
+    class Wrap(nn.Module):
+        def forward(self, *inputs, **kwargs):
+            inputs = list(inputs) if inputs else []
+            return inputs
+    """
+    assert not reported(source)
