@@ -17,13 +17,10 @@ declines with the reason:
 6. an in-place change that can reach the detached tensor gets ``.detach().clone()``.
 The list holds one small device tensor per step until it is read (a list never read keeps them
 all: device memory grows by one allocation per step where Python floats cost host memory).
-``meter.update(x.item(), n)`` is always declined: what a meter does with a tensor depends on a
-class the linter does not prove.
+``meter.update(x.item(), n)`` is the meter fix's (``fixes/meter_update.py``).
 """
 from __future__ import annotations
 
-import ast
-from functools import lru_cache
 from typing import Dict, List, Optional
 
 import libcst as cst
@@ -57,12 +54,9 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
     """The edits for ``outer`` (``name.append(x.item())``), or the first condition that fails."""
     func = outer.func
     assert isinstance(func, cst.Attribute)
-    if func.attr.value == "update":
-        return proof.Proof(None, "`meter.update(x.item(), ...)`: the meter's class is not proven to take a device "
-                                 "value and read it the same way")
     if len(outer.args) != 1 or not isinstance(func.value, cst.Name):
         return proof.Proof(None, "not `name.append(x.item())` on a local list")
-    torch = _torch_module_name(source)
+    torch = proof.torch_module_name(source)
     if torch is None:
         return proof.Proof(None, "the file does not `import torch`, which the reads would need")
     name = func.value.value
@@ -87,23 +81,6 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
         elif not _counted(read, index):
             parts.append(Replace(read, index.statement_of(read), f"({torch}.stack({name}).flatten().tolist() if {name} else [])"))
     return proof.Proof(parts, "proven")
-
-
-@lru_cache(maxsize=8)
-def _torch_module_name(source: str) -> Optional[str]:
-    """The name a top-level ``import torch`` (or ``import torch as th``) binds, if the module has one."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "torch":
-                    return alias.asname or "torch"
-                if alias.asname is None and alias.name.startswith("torch."):
-                    return "torch"  # `import torch.nn` binds `torch` too
-    return None
 
 
 def _reads(name: str, appended: cst.Name, index: ScopeIndex, qualname: proof.QualName):

@@ -49,6 +49,7 @@ class ItemSite:
     statement: Optional[cst.CSTNode]
     scope: cst.CSTNode  # the FunctionDef holding it, or the Module
     placement: "Placement"
+    module: Optional[cst.Module] = None  # the file, where a proof needs one of its classes
 
 
 @dataclass
@@ -224,7 +225,7 @@ def _log_call(call: cst.Call, qualname: QualName) -> bool:
     return False
 
 
-def _read_context(read: cst.Name, index: ScopeIndex, int_init: bool, qualname: QualName) -> Optional[str]:
+def _read_context(read: cst.BaseExpression, index: ScopeIndex, int_init: bool, qualname: QualName) -> Optional[str]:
     """None when a Python float and ``float(tensor)`` act alike where ``read`` is used, else why not.
 
     With an ``int`` initialiser the read may also see ``0``, so only contexts where ``0`` and
@@ -446,7 +447,27 @@ def _frequency(site: ItemSite, reads: List[cst.Name], index: ScopeIndex, places:
     return None
 
 
-#: what the history-list fix (``fixes/host_list.py``) shares with this proof
+@lru_cache(maxsize=8)
+def torch_module_name(source: str) -> Optional[str]:
+    """The name a top-level ``import torch`` (or ``import torch as th``) binds, if the module has one."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    return alias.asname or "torch"
+                if alias.asname is None and alias.name.startswith("torch."):
+                    return "torch"  # `import torch.nn` binds `torch` too
+    return None
+
+
+#: what the history-list and meter fixes (``fixes/host_list.py``, ``fixes/meter_update.py``) share
+#: with this proof
 read_frequency = _frequency
 may_change_in_place = _may_change_in_place
 self_documenting = _self_documenting
+read_context = _read_context
+float64_device = _float64_device

@@ -1,5 +1,5 @@
-"""SFL101's fix, by the statement the ``.item()`` sits in: a history list or a meter
-(``fixes/host_list.py``), else a number binding (``fixes/host_read_proof.py``); where both
+"""SFL101's fix, by the statement the ``.item()`` sits in: a history list (``fixes/host_list.py``),
+a running-average meter (``fixes/meter_update.py``), else a number binding (``fixes/host_read_proof.py``); where both
 decline, a display-only suggestion (``fixes/display_interval.py``) when the statement only shows
 the value."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Dict, List, Union
 
 from syncfree_lint.edits import Declined, Replace, Suggested
-from syncfree_lint.fixes import display_interval, host_list
+from syncfree_lint.fixes import display_interval, host_list, meter_update
 from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.fixes.scope_index import ScopeIndex
 
@@ -16,6 +16,8 @@ def decide(site: proof.ItemSite, places: Dict[int, "proof.Placement"], qualname:
            cache: Dict[int, ScopeIndex]) -> proof.Proof:
     """The edits of SFL101's fix for ``site``, or the reason it is declined."""
     outer = host_list.appended_item(site)
+    if outer is not None and outer.func.attr.value == "update":  # type: ignore[attr-defined]
+        return meter_update.decide(site, outer, places, qualname, source, cache)  # type: ignore[arg-type]
     if outer is not None:
         return host_list.decide(site, outer, places, qualname, source, cache)  # type: ignore[arg-type]
     return proof.decide(site, places, qualname, source, cache)

@@ -81,9 +81,14 @@ def python_number(expr: cst.BaseExpression, index: ScopeIndex, seen: Set[str]) -
     return Declined("the data is not a Python number literal or a local name bound only to numbers of one type")
 
 
-def host_number(expr: cst.BaseExpression, index: ScopeIndex) -> Optional[str]:
+def host_number(expr: cst.BaseExpression, index: ScopeIndex, seen: Optional[Set[str]] = None) -> Optional[str]:
     """``python_number``, plus the tensor sizes that are Python ints (``x.size(0)``, ``x.numel()``,
-    ``x.shape[0]``); None when not proven."""
+    ``x.shape[0]``) and local names bound only to those (``batch_size = x.shape[0]``); None when
+    not proven."""
+    if isinstance(expr, cst.Name) and expr.value not in index.params and expr.value not in (seen or ()):
+        sizes = _bound_to_sizes(expr.value, index, (seen or set()) | {expr.value})
+        if sizes is not None:
+            return sizes
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         method, args = expr.func.attr.value, expr.args
         sized = (method == "size" and len(args) == 1 and isinstance(args[0].value, cst.Integer)) or \
@@ -95,6 +100,24 @@ def host_number(expr: cst.BaseExpression, index: ScopeIndex) -> Optional[str]:
         return "int" if one else None
     number = python_number(expr, index, set())
     return number if isinstance(number, str) else None
+
+
+def _bound_to_sizes(name: str, index: ScopeIndex, seen: Set[str]) -> Optional[str]:
+    """"int" when every binding of ``name`` in the scope is ``name = <a tensor size or int>``."""
+    values = []
+    for node, nested in index.occurrences(name):
+        bound_by = index.stores.get(id(node))
+        if bound_by is None and isinstance(index.parent.get(id(node)), BINDERS):
+            return None
+        if bound_by is None:
+            continue
+        if nested or not (isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1
+                          and bound_by.targets[0].target is node):
+            return None
+        values.append(bound_by.value)
+    if values and all(host_number(value, index, seen) == "int" for value in values):
+        return "int"
+    return None
 
 
 def _shadowed(name: str, index: ScopeIndex) -> bool:

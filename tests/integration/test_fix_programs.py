@@ -49,7 +49,7 @@ def run_program(path: Path) -> dict:
 def test_every_new_fix_has_programs():
     names = {p.stem for p in PROGRAMS}
     for prefix in ("sfl401_scalars", "sfl401_declined", "sfl402_pinned", "sfl402_declined", "sfl101_history",
-                   "sfl101_history_declined", "sfl101_meter_declined", "sfl403_factories", "sfl403_declined"):
+                   "sfl101_history_declined", "sfl101_meter_declined", "sfl101_meter_local", "sfl101_meter_property", "sfl403_factories", "sfl403_declined"):
         assert any(name.startswith(prefix) for name in names), prefix
 
 

@@ -1,6 +1,7 @@
 """Property test for the SFL101 fixes on running programs: random training programs built from
 the shapes the fixes rewrite (float and count accumulators started as `0`, `0.0` or `0.`, weighted
-sums, int32 counts, history lists, values kept through an alias that is later changed in place)
+sums, int32 counts, history lists, values kept through an alias that is later changed in place,
+running-average meters started as `0` or `0.0`, updated or never updated, read whole or formatted)
 and the reads that may follow them (after the loop, under a log guard, formatted, compared,
 `{name=}`), fixed with every fix (`--unsafe-fixes`), then both versions run on the sync guard's
 CPU stand-in device.
@@ -31,6 +32,36 @@ import torch
 FALLBACK = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+class IntMeter:
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.val = 0
+        self.avg = 0
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count if self.count else 0
+
+
+class FloatMeter:
+    def __init__(self):
+        self.sum, self.count = 0.0, 0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+
+    @property
+    def avg(self):
+        return self.sum / self.count if self.count else 0.0
+
+
 def train(device):
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 3).to(device)
@@ -59,13 +90,18 @@ NUMBER_READS = ["print({n})", "print(f'{{{n}:.6f}}')", "print(f'{{{n}}}')", "pri
 LIST_READS = ["print({n})", "print(sum({n}))", "print({n}[-1])", "print(f'{{{n}[0]=}}')", "print(len({n}))",
               "print(max({n}), sorted({n}))", "for v in {n}:\n        print(v)"]
 VALUE_READS = ["print(step, {n})", "print(f'{{{n}:.5f}}')", "print(f'{{{n}=}}')"]
+METER_READS = ["print({n}.avg)", "print(f'{{{n}.avg:.6f}}')", "print(f'{{{n}.avg}}')", "print({n}.avg / 7)",
+               "print(repr({n}.avg))", "print(f'{{{n}.avg=}}')", "print({n}.sum > 1, {n}.count)",
+               "print('{{m.avg:.4f}} of {{m.count}}'.format(m={n}))", "print([{n}.avg])"]
+METER_UPDATES = ["{n}.update(loss.item(), x.size(0))", "{n}.update(loss.item())", "{n}.update(loss.item(), 2)",
+                 "{n}.update((out.argmax(1) == y).sum().item(), len(y))"]
 
 
 @st.composite
 def programs(draw):
     inits, body, guarded, after = [], [], [], []
     for i in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["sum", "list", "value", "alias"]))
+        kind = draw(st.sampled_from(["sum", "list", "value", "alias", "meter"]))
         if kind == "sum":
             name = f"total{i}"
             inits.append(f"{name} = {draw(st.sampled_from(INITS))}")
@@ -77,6 +113,15 @@ def programs(draw):
             value = draw(st.sampled_from(["loss.item()", "(out.argmax(1) == y).sum().item()"]))
             body.append(f"{name}.append({value})")
             after += [draw(st.sampled_from(LIST_READS)).format(n=name)]
+        elif kind == "meter":
+            name = f"meter{i}"
+            inits.append(f"{name} = {draw(st.sampled_from(['IntMeter', 'FloatMeter']))}()")
+            first = draw(st.sampled_from([0, 2, STEPS]))  # from the first step, later, or never
+            body.append(f"if step >= {first}:")
+            body.append("    " + draw(st.sampled_from(METER_UPDATES)).format(n=name))
+            if draw(st.booleans()):
+                body.append(f"{name}.update(0.25)")  # a second update, with a Python float
+            after += [draw(st.sampled_from(METER_READS)).format(n=name)]
         else:
             name = f"value{i}"
             if kind == "alias":
@@ -130,6 +175,18 @@ def test_the_programs_get_fixes():
     result = fix_text("program.py", text, lint, lambda d: d.fix is not None and d.fix.applies(True))
     assert "loss.detach().double() * x.size(0)" in result.fixed and "history.append((out.argmax(1) == y).sum())" \
         in result.fixed.replace(".detach()", "")
+    before, syncs_before = run(text, "original.py")
+    after, syncs_after = run(result.fixed, "fixed.py")
+    assert after == before and syncs_after < syncs_before
+
+
+@pytest.mark.parametrize("meter", ["IntMeter", "FloatMeter"])
+def test_the_meter_programs_get_fixes(meter):
+    """A meter draw is rewritten too (the random draws also hold meters never updated)."""
+    text = HEADER.format(inits=f"    meter = {meter}()", body="        meter.update(loss.item(), x.size(0))",
+                         guarded="", after="    print(meter.avg, [meter.avg])").replace("STEPS", str(STEPS))
+    result = fix_text("program.py", text, lint, lambda d: d.fix is not None and d.fix.applies(True))
+    assert "meter.update(loss.detach().double(), x.size(0))" in result.fixed
     before, syncs_before = run(text, "original.py")
     after, syncs_after = run(result.fixed, "fixed.py")
     assert after == before and syncs_after < syncs_before

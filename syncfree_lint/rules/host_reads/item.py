@@ -100,7 +100,13 @@ A narrower count (`.int()`) gets `.long()`: a Python int never wraps, an int32 s
 2**31. A count started as a float (`correct = 0.`) starts at `0` and is read as `float(correct)`,
 so it still prints `82.0`, exact below 2**53 as the Python float was.
 A history list, `history.append(loss.item())`, holds `loss.detach()` and is read back once where
-it is read (`fixes/host_list.py` lists the conditions); `meter.update(x.item(), n)` is declined.
+it is read (`fixes/host_list.py` lists the conditions). A running-average meter,
+`losses.update(loss.item(), x.size(0))`, takes `loss.detach().double()` when its class only adds,
+multiplies and divides the value (timm's `AverageMeter`, or a class of the same file proven to;
+`fixes/meter_update.py` lists the conditions): it computes the same doubles on the device, its
+formatted reads (`f"{losses.avg:.4f}"`, `"{m.avg:.3f}".format(m=losses)`) print the same, and its
+other reads, which must be off the step, get the Python number back (`float(losses.avg)`, or
+`torch.as_tensor(losses.avg).item()` where a fresh meter's int `0` must stay an int).
 For a number binding it is offered only when:
 
 - the name is bound only by that statement in its function (or module), plus, for `+=`,
@@ -149,7 +155,8 @@ it; `--show-fixes` lists it, `--diff --suggestions` prints it, editors offer it 
                 places[id(statement)] = ctx.placement()
             return
         if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and host_read_receiver(node, ctx):
-            site = proof.ItemSite(node, ctx.current_statement(), ctx.current_scope(), ctx.placement())
+            site = proof.ItemSite(node, ctx.current_statement(), ctx.current_scope(), ctx.placement(),
+                                  ctx.enclosing_scopes()[-1])  # type: ignore[arg-type]
             build = lambda: item_fix.parts(site, state.get("places", {}), ctx.qualname, ctx.source_text(),  # noqa: E731
                                            state.setdefault("scopes", {}))
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))
