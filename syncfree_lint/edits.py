@@ -51,9 +51,12 @@ Part = Union[Replace, InsertAfter, Guard]
 
 @dataclass(frozen=True)
 class Declined:
-    """A fix the model could not prove keeps behaviour; ``--show-fixes`` prints the reason."""
+    """A fix the model could not prove keeps behaviour; ``--show-fixes`` prints the reason.
+    ``wants``: the dotted name of a class another file defines whose facts could decide it (the
+    run then teaches them, ``analysis.run_kinds``)."""
 
     reason: str
+    wants: Optional[str] = None
 
 
 @dataclass(frozen=True)

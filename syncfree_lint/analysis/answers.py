@@ -9,12 +9,13 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.filefacts import Finding
+from syncfree_lint.analysis.filefacts import ExternalKinds, Finding
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable
 from syncfree_lint.analysis.metric_sites import MetricSite
 from syncfree_lint.analysis.model import Keyed
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
+from syncfree_lint.knowledge.meters import MeterShape
 
 
 class AnswersMixin:
@@ -37,8 +38,17 @@ class AnswersMixin:
     default_on_accelerator: bool
     class_frame: Optional[ClassFrame]
     _prefix: List[str]
+    external: ExternalKinds
 
     # objects
+    def imported_meter(self, qualname: str) -> Optional[MeterShape]:
+        """The running-average meter shape of a class another file of the run defines, by the
+        dotted name this file imports it as (taught by ``run_kinds`` when a fix asked)."""
+        for name, shape in self.external.meters:
+            if name == qualname:
+                return shape
+        return None
+
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassRef]:
         """The class ``expr`` is an instance of, when the code says (``meter = Meter()``,
         ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""

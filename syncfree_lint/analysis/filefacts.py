@@ -12,6 +12,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.scope import STEP, Placement
 from syncfree_lint.diagnostic import Diagnostic
+from syncfree_lint.knowledge.meters import MeterShape
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
@@ -66,9 +67,14 @@ class ExternalKinds:
     # local qualnames that the run reaches from a step in another file, whose parameters this
     # file's own calls give kinds (``FileFacts.deferred``): the walk applies those seeds now
     reached: Tuple[str, ...] = ()
+    # running-average meters other files define, by the dotted names this file's SFL101 meter
+    # fixes asked for (``FileFacts.meters_wanted``); for a file that defines one and was not
+    # parsed (no torch word), the local class names others asked for: it is parsed to tell them
+    meters: Tuple[Tuple[str, MeterShape], ...] = ()
+    meters_asked: Tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.returns or self.calls_in or self.reached)
+        return bool(self.returns or self.calls_in or self.reached or self.meters or self.meters_asked)
 
 
 @dataclass
@@ -106,6 +112,10 @@ class FileFacts:
     # local qualnames whose parameters this file's own calls give a telling kind, not applied
     # because no step of this file reaches them; the run says when another file's step does
     deferred: Set[str] = field(default_factory=set)
+    # module-level classes proven running-average meters (``analysis.meter_class``), by dotted name;
+    # and the dotted names of other files' classes this file's meter fixes need to know
+    meters: Dict[str, MeterShape] = field(default_factory=dict)
+    meters_wanted: Set[str] = field(default_factory=set)
 
 
 __all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "FileFacts"]

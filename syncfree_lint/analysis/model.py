@@ -21,6 +21,7 @@ from syncfree_lint.analysis.metric_sites import MetricSite
 from syncfree_lint.analysis.scope import Placement
 from syncfree_lint.diagnostic import Fix
 from syncfree_lint.edits import FixPlan
+from syncfree_lint.knowledge.meters import MeterShape
 
 
 class Keyed(Protocol):
@@ -76,6 +77,12 @@ class SemanticModel(Protocol):
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassRef]:
         """The class ``expr`` holds an instance of, when the code says (``meter = Meter()``,
         ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
+        ...
+
+    def imported_meter(self, qualname: str) -> Optional[MeterShape]:
+        """The running-average meter shape (``knowledge.meters.MeterShape``) of a class another
+        file of the run defines, by the dotted name this file imports it as; None when the run has
+        not said (``analysis.run_kinds`` teaches it when a fix's ``Declined.wants`` asks)."""
         ...
 
     def default_device_is_accelerator(self) -> bool:

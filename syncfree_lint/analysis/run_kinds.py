@@ -34,6 +34,7 @@ from syncfree_lint.analysis.callgraph import (
 )
 from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
 from syncfree_lint.analysis.instances import class_of_kind
+from syncfree_lint.knowledge.meters import MeterShape
 
 #: return kinds worth a second walk of the caller: they make reads of the result findings (a
 #: device tensor, or a tuple holding one) or clear them (host arrays and tensors). A module, a
@@ -84,11 +85,41 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     newly_reached = {path: quals for path, quals in newly_reached.items() if quals}
     for path, qualnames in unread.items():  # parsed to learn what they return (called with nothing known)
         learned_calls.setdefault(path, []).extend((qualname, ((), ())) for qualname in sorted(qualnames))
+    learned_meters, asked = _meters_taught(all_facts, reported)
     out: Dict[str, ExternalKinds] = {}
-    for path in sorted(set(learned_returns) | set(learned_calls) | set(newly_reached)):
+    for path in sorted(set(learned_returns) | set(learned_calls) | set(newly_reached) | set(learned_meters) | set(asked)):
         out[path] = ExternalKinds(tuple(sorted(learned_returns.get(path, {}).items())),
-                                  tuple(learned_calls.get(path, ())), newly_reached.get(path, ()))
+                                  tuple(learned_calls.get(path, ())), newly_reached.get(path, ()),
+                                  tuple(sorted(learned_meters.get(path, {}).items(), key=lambda item: item[0])),
+                                  tuple(sorted(asked.get(path, ()))))
     return out
+
+
+def _meters_taught(all_facts: Sequence[FileFacts], reported: Collection[str]):
+    """(per reported file, the meter classes of other files its fixes asked for; per file the
+    pre-filter did not parse, the local class names asked of it, so it is parsed to tell them)."""
+    if not any(facts.meters_wanted for facts in all_facts if facts.path in reported):
+        return {}, {}
+    defined: Dict[str, MeterShape] = {}
+    for facts in all_facts:
+        for name, shape in facts.meters.items():
+            defined[name] = shape
+            for prefix in namespace_prefixes(facts.root):
+                defined[f"{prefix}.{name}"] = shape
+    skipped = _skipped_modules(all_facts, [facts.path for facts in all_facts])
+    learned: Dict[str, Dict[str, MeterShape]] = {}
+    asked: Dict[str, Set[str]] = {}
+    for facts in all_facts:
+        if facts.path not in reported:
+            continue
+        for name in sorted(facts.meters_wanted):
+            if name in defined:
+                learned.setdefault(facts.path, {})[name] = defined[name]
+                continue
+            in_skipped = _in_skipped_file(name, skipped)
+            if in_skipped is not None:
+                asked.setdefault(in_skipped[0], set()).add(in_skipped[1])
+    return learned, asked
 
 
 def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[str]:
@@ -152,8 +183,12 @@ def merge(old: Optional[ExternalKinds], new: ExternalKinds) -> ExternalKinds:
         return new
     returns = dict(old.returns)
     returns.update(new.returns)
+    meters = dict(old.meters)
+    meters.update(new.meters)
     return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(set(old.calls_in) | set(new.calls_in), key=repr)),
-                         tuple(sorted(set(old.reached) | set(new.reached))))
+                         tuple(sorted(set(old.reached) | set(new.reached))),
+                         tuple(sorted(meters.items(), key=lambda item: item[0])),
+                         tuple(sorted(set(old.meters_asked) | set(new.meters_asked))))
 
 
 def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Collection[str],

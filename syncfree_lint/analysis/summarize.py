@@ -5,18 +5,20 @@ plain data (``analysis.filefacts``) that the whole run joins in ``analysis.callg
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, Tuple
 
 import libcst as cst
 
 from syncfree_lint.analysis.calls import DottedRef, SelfRef, callee_name
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called, published_hooks
+from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.diagnostic import Diagnostic, Edit, Fix
 from syncfree_lint.edits import Declined, Guard, Replace, Suggested
+from syncfree_lint.knowledge.meters import MeterShape
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
@@ -41,6 +43,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
                 (f"{walk.module_name}.{base}" if walk.module_name else base) if base in walk.classes else base
                 for base in frame.bases if base)
     _kind_facts(walk, facts, function_id)
+    facts.meters = _meters(walk)
     facts.hook_methods = published_hooks(walk, function_id)
     facts.deferred = set(walk.deferred_seeds)
     finder: Optional[PositionFinder] = None
@@ -84,7 +87,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             if origin is not None and placement is not None else ()
         if guarded and placement is not None and placement.guard is not None:
             reach += (_guard_hop(walk.path, placement.guard, finder),)
-        fix, declined = _fix(finding, finder, walk.newline) if fixes else (None, None)
+        fix, declined = _fix(finding, finder, walk.newline, facts.meters_wanted) if fixes else (None, None)
         diagnostic = Diagnostic(walk.path, line, col, finding.code, finding.message, fix, end_line, end_col,
                                 guarded, reach, declined)
         if owner == STEP:
@@ -107,6 +110,19 @@ def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[
         frame = walk.functions.get(qual)
         if frame is not None and isinstance(frame.node, cst.FunctionDef) and name in _parameter_names(frame.node):
             facts.unknown_params.add(function_id(qual))
+
+
+def _meters(walk: "ModuleAnalysis") -> Dict[str, MeterShape]:
+    """The file's module-level classes with an ``update`` method that are proven meters."""
+    out: Dict[str, MeterShape] = {}
+    for statement in walk.module.body:
+        if isinstance(statement, cst.ClassDef) and any(
+                isinstance(s, cst.FunctionDef) and s.name.value == "update" for s in statement.body.body):
+            shape = shape_of(statement)
+            if not isinstance(shape, str):
+                name = statement.name.value
+                out[f"{walk.module_name}.{name}" if walk.module_name else name] = shape
+    return out
 
 
 def _parameter_names(node: cst.FunctionDef) -> Set[str]:
@@ -146,8 +162,9 @@ def _hops(path: str, site: CallSite, finder: PositionFinder, from_step: bool) ->
     return tuple(hops)
 
 
-def _fix(finding: Finding, finder: PositionFinder, newline: str) -> Tuple[Optional[Fix], Optional[str]]:
-    """The finding's fix, or None and the reason the rule declined it."""
+def _fix(finding: Finding, finder: PositionFinder, newline: str, wanted: Set[str]) -> Tuple[Optional[Fix], Optional[str]]:
+    """The finding's fix, or None and the reason the rule declined it (a class of another file
+    whose facts could decide it goes into ``wanted``)."""
     plan: Any = finding.fix
     if plan is None:
         return None, None
@@ -155,6 +172,8 @@ def _fix(finding: Finding, finder: PositionFinder, newline: str) -> Tuple[Option
         return plan, None
     parts = plan.build()
     if isinstance(parts, Declined):
+        if parts.wants is not None:
+            wanted.add(parts.wants)
         return None, parts.reason
     if isinstance(parts, Suggested):
         return Fix(parts.title, "display", tuple(e for p in parts.parts for e in _edits_for(p, finder, newline))), \

@@ -30,6 +30,7 @@ from syncfree_lint.fixes.scalar_tensor import host_number
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.dtypes import MAY_ALIAS
 from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS
+from syncfree_lint.knowledge.meters import MeterShape
 from syncfree_lint.knowledge.sinks import DISPLAY_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,17 +51,20 @@ class ItemSite:
     scope: cst.CSTNode  # the FunctionDef holding it, or the Module
     placement: "Placement"
     module: Optional[cst.Module] = None  # the file, where a proof needs one of its classes
+    # the meter shape the run found for a class another file defines (``SemanticModel.imported_meter``)
+    imported_meter: Optional[Callable[[str], Optional[MeterShape]]] = None
 
 
 @dataclass
 class Proof:
     edits: Optional[List[Replace]]
     reason: str  # why declined; "proven" when edits is not None
+    wants: Optional[str] = None  # a class of another file whose facts could decide (``Declined.wants``)
 
     @property
     def parts(self) -> Union[List[Replace], Declined]:
         """What the rule's ``FixPlan.build`` returns: the edits, or the reason they were declined."""
-        return self.edits if self.edits is not None else Declined(self.reason)
+        return self.edits if self.edits is not None else Declined(self.reason, self.wants)
 
 
 def _declined(reason: str) -> Proof:

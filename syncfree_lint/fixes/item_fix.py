@@ -31,6 +31,6 @@ def parts(site: proof.ItemSite, places: Dict[int, "proof.Placement"], qualname: 
         return decided.edits
     suggestion = display_interval.suggest(site, cache)
     if suggestion is None:
-        return Declined(decided.reason)
+        return Declined(decided.reason, decided.wants)
     title, guards = suggestion
     return Suggested(decided.reason, title, guards)

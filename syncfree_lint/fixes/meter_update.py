@@ -6,7 +6,7 @@ were, with no host read per step; the places that read it get the numbers back. 
 proves, or declines with the reason:
 1. ``meter`` is a local name bound once in the scope, to ``Cls(...)``, and ``Cls`` is a meter of a
    known shape: a library class in ``knowledge/meters.py`` or a class of this file that
-   ``fixes/meter_class.py`` proves only does ``+ - * /`` with the value;
+   ``analysis/meter_class.py`` proves only does ``+ - * /`` with the value;
 2. the weight, when given, is a Python number (``x.size(0)``, ``len(...)``, a literal...);
 3. the ``.item()`` receiver is proven a floating tensor, and the file's code names CUDA and no
    device without float64 (the float64 check of ``fixes/host_read_proof.py``);
@@ -30,7 +30,7 @@ import libcst as cst
 
 from syncfree_lint.edits import Replace, code
 from syncfree_lint.fixes import host_read_proof as proof
-from syncfree_lint.fixes.meter_class import shape_of
+from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.fixes.number_kind import is_float
 from syncfree_lint.fixes.scalar_tensor import host_number
 from syncfree_lint.fixes.scope_index import ScopeIndex
@@ -50,9 +50,9 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
     index = cache.get(id(site.scope))
     if index is None:
         index = cache[id(site.scope)] = ScopeIndex(site.scope)
-    shape = _shape(name, index, qualname, site.module)
-    if isinstance(shape, str):
-        return _declined(shape)
+    shape = _shape(name, index, qualname, site)
+    if isinstance(shape, tuple):
+        return proof.Proof(None, *shape)
     problem = _arguments(outer, shape, index)
     if problem:
         return _declined(problem)
@@ -90,10 +90,12 @@ def _declined(reason: str) -> proof.Proof:
     return proof.Proof(None, reason)
 
 
-def _shape(name: str, index: ScopeIndex, qualname: proof.QualName, module: Optional[cst.Module]) -> Union[MeterShape, str]:
-    """The meter shape of the class ``name`` is bound to an instance of (once, in this scope)."""
+def _shape(name: str, index: ScopeIndex, qualname: proof.QualName,
+           site: proof.ItemSite) -> Union[MeterShape, Tuple[str, Optional[str]]]:
+    """The meter shape of the class ``name`` is bound to an instance of (once, in this scope), or
+    (why not, the dotted name of another file's class whose facts could tell)."""
     if name in index.params:
-        return f"`{name}` is a parameter: the meter is built elsewhere"
+        return f"`{name}` is a parameter: the meter is built elsewhere", None
     constructors = []
     for node, nested in index.occurrences(name):
         bound_by = index.stores.get(id(node))
@@ -101,19 +103,21 @@ def _shape(name: str, index: ScopeIndex, qualname: proof.QualName, module: Optio
             continue
         if nested or not (isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1
                           and bound_by.targets[0].target is node and isinstance(bound_by.value, cst.Call)):
-            return f"`{name}` has a binding other than `{name} = Meter(...)`"
+            return f"`{name}` has a binding other than `{name} = Meter(...)`", None
         constructors.append(bound_by.value)
     if len(constructors) != 1:
-        return f"`{name}` is not bound once in the scope, to `Meter(...)`"
+        return f"`{name}` is not bound once in the scope, to `Meter(...)`", None
     cls = constructors[0].func
-    known = KNOWN_METERS.get(qualname(cls) or "") if isinstance(cls, (cst.Name, cst.Attribute)) else None
+    dotted = qualname(cls) if isinstance(cls, (cst.Name, cst.Attribute)) else None
+    local = _local_class(cls, site.module)
+    if local is not None:
+        shape = shape_of(local)
+        return (shape, None) if isinstance(shape, str) else shape
+    known = KNOWN_METERS.get(dotted or "") or (site.imported_meter(dotted) if dotted and site.imported_meter else None)
     if known is not None:
         return known
-    local = _local_class(cls, module)
-    if local is None:
-        return "`meter.update(x.item(), ...)`: the meter's class is not defined in this file nor known to only add " \
-               "the value"
-    return shape_of(local)
+    return ("`meter.update(x.item(), ...)`: the meter's class is not known to only add the value (neither defined "
+            "in this file, nor a meter of the project or of `knowledge/meters.py`)", dotted if dotted and "." in dotted else None)
 
 
 def _local_class(cls: cst.BaseExpression, module: Optional[cst.Module]) -> Optional[cst.ClassDef]:

@@ -1,4 +1,4 @@
-"""SFL101's meter fix (fixes/meter_update.py, fixes/meter_class.py, knowledge/meters.py): offered for
+"""SFL101's meter fix (fixes/meter_update.py, analysis/meter_class.py, knowledge/meters.py): offered for
 `meter.update(loss.item(), n)` only when the meter's class adds, multiplies and divides the value and
 the program reads the meter off the step; every other shape is declined with its reason.
 
@@ -11,7 +11,7 @@ import pytest
 
 from syncfree_lint.config import Config
 from syncfree_lint.engine import lint_text
-from syncfree_lint.fixes.meter_class import shape_of
+from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.knowledge.meters import KNOWN_METERS
 
 #: a class written for this test in the shape timm's AverageMeter has (the knowledge entry)
@@ -85,7 +85,7 @@ class Meter(object):
 """
     shape = shape_of(_class(text))
     assert not isinstance(shape, str)
-    assert shape.fields == {"total", "mean"} and not shape.int_start and shape.weight == (1, "n")
+    assert shape.fields == ("mean", "total") and not shape.int_start and shape.weight == (1, "n")
 
 
 HEADER = TIMM_SHAPED + """
@@ -177,4 +177,49 @@ def test_unknown_imported_meter_declined():
     header = HEADER.replace(TIMM_SHAPED, "from mylib import AverageMeter\n")
     line = header.count("\n")
     [found] = [d for d in lint_text("train.py", header, Config(select=("SFL101",))) if d.line == line]
-    assert found.fix is None and "not defined in this file nor known" in found.fix_declined
+    assert found.fix is None and "not known to only add the value" in found.fix_declined
+
+
+# ---------------------------------------------------------------- a meter class of another file
+def _project(tmp_path, files):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+TRAIN = """\
+import torch
+from utils import AverageMeter
+
+device = torch.device("cuda")
+
+
+def train(model, loader, criterion, optimizer):
+    losses = AverageMeter()
+    for i, (x, y) in enumerate(loader):
+        x, y = x.to(device), y.to(device)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.update(loss.item(), x.size(0))
+    return losses.avg
+"""
+
+
+@pytest.mark.parametrize("meter, fixed", [(TIMM_SHAPED, True),
+                                           (TIMM_SHAPED + "\n    def __str__(self):\n        return str(self.avg)\n", False)])
+def test_meter_class_of_another_file(tmp_path, meter, fixed):
+    """utils.py has no torch word (the pre-filter skips it): train.py's fix asks for its class, the
+    run parses it and teaches the shape, whole and with train.py linted alone."""
+    from syncfree_lint import engine
+
+    project = _project(tmp_path, {"utils.py": meter, "train.py": TRAIN})
+    for paths, alone in (([str(project)], False), ([str(project / "train.py")], True)):
+        result = engine.run(paths, Config(select=("SFL101",)), project=alone)
+        [found] = [d for d in result.diagnostics if d.line == 14]
+        if fixed:
+            assert found.fix is not None, (alone, found.fix_declined)
+            assert [e.content for e in found.fix.edits] == ["detach().double", "torch.as_tensor(losses.avg).item()"]
+        else:
+            assert found.fix is None and "not known to only add the value" in found.fix_declined

@@ -156,7 +156,7 @@ it; `--show-fixes` lists it, `--diff --suggestions` prints it, editors offer it 
             return
         if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and host_read_receiver(node, ctx):
             site = proof.ItemSite(node, ctx.current_statement(), ctx.current_scope(), ctx.placement(),
-                                  ctx.enclosing_scopes()[-1])  # type: ignore[arg-type]
+                                  ctx.enclosing_scopes()[-1], ctx.imported_meter)  # type: ignore[arg-type]
             build = lambda: item_fix.parts(site, state.get("places", {}), ctx.qualname, ctx.source_text(),  # noqa: E731
                                            state.setdefault("scopes", {}))
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))

@@ -68,8 +68,8 @@ def shape_of(cls: cst.ClassDef, method: str = "update") -> Union[MeterShape, str
             return f"`{cls.name.value}.{name}`: {problem}"
         int_start = int_start or problem
     weight = (1, params[2].name.value) if len(params) == 3 else None
-    return MeterShape(method, (0, params[1].name.value), weight, frozenset(fields), int_start,
-                      frozenset(name for name in methods if name not in (method, "__init__")))
+    return MeterShape(method, (0, params[1].name.value), weight, tuple(sorted(fields)), int_start,
+                      tuple(sorted(name for name in methods if name not in (method, "__init__"))))
 
 
 def _update_fields(update: cst.FunctionDef, params: List[cst.Param]):
