@@ -37,16 +37,19 @@ _CONSUMER_MODULES = ("numpy.", "statistics.", "math.", "json.")
 
 def appended_item(site: proof.ItemSite) -> Optional[cst.Call]:
     """The ``name.append(...)``/``name.update(...)`` call whose first argument is the site's
-    ``.item()``, as a whole statement; else None."""
+    ``.item()`` (for ``update``, also ``x.item() * k``), as a whole statement; else None."""
     statement = site.statement
     if not isinstance(statement, cst.Expr) or not isinstance(statement.value, cst.Call):
         return None
     call = statement.value
     if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in ("append", "update"):
         return None
-    if not call.args or call.args[0].value is not site.call or call.args[0].keyword is not None:
+    if not call.args or call.args[0].keyword is not None:
         return None
-    return call
+    value = call.args[0].value
+    weighted = call.func.attr.value == "update" and isinstance(value, cst.BinaryOperation) and \
+        isinstance(value.operator, cst.Multiply) and site.call in (value.left, value.right)
+    return call if value is site.call or weighted else None
 
 
 def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qualname: proof.QualName, source: str,

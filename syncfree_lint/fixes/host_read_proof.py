@@ -474,4 +474,5 @@ read_frequency = _frequency
 may_change_in_place = _may_change_in_place
 self_documenting = _self_documenting
 read_context = _read_context
+weighted = _weighted
 float64_device = _float64_device

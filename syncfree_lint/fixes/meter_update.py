@@ -56,6 +56,9 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
     problem = _arguments(outer, shape, index)
     if problem:
         return _declined(problem)
+    value = outer.args[0].value
+    if value is not site.call and not proof.weighted(value, site.call, index):
+        return _declined("the value is `x.item() * k` with `k` not proven a Python number")
     receiver = site.call.func.value  # type: ignore[attr-defined]
     if not is_float(receiver, index, qualname, set()):
         return _declined("the value is not proven to be a float")

@@ -93,7 +93,7 @@ VALUE_READS = ["print(step, {n})", "print(f'{{{n}:.5f}}')", "print(f'{{{n}=}}')"
 METER_READS = ["print({n}.avg)", "print(f'{{{n}.avg:.6f}}')", "print(f'{{{n}.avg}}')", "print({n}.avg / 7)",
                "print(repr({n}.avg))", "print(f'{{{n}.avg=}}')", "print({n}.sum > 1, {n}.count)",
                "print('{{m.avg:.4f}} of {{m.count}}'.format(m={n}))", "print([{n}.avg])"]
-METER_UPDATES = ["{n}.update(loss.item(), x.size(0))", "{n}.update(loss.item())", "{n}.update(loss.item(), 2)",
+METER_UPDATES = ["{n}.update(loss.item(), x.size(0))", "{n}.update(loss.item())", "{n}.update(loss.item() * 3, 2)",
                  "{n}.update((out.argmax(1) == y).sum().item(), len(y))"]
 
 

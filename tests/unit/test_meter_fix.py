@@ -118,6 +118,13 @@ OFFERED = {
     "reset at the epoch end": ("    losses.reset()\n", []),
 }
 
+
+def test_weighted_value():
+    found = finding("", HEADER.replace("losses.update(loss.item(), x.size(0))", "losses.update(loss.item() * 4, x.size(0))"))
+    assert found.fix is not None and [e.content for e in found.fix.edits] == ["detach().double"], found.fix_declined
+    found = finding("", HEADER.replace("losses.update(loss.item(), x.size(0))", "losses.update(loss.item() * y, x.size(0))"))
+    assert found.fix is None and "`k` not proven a Python number" in found.fix_declined
+
 DECLINED = {
     "read every step": ("        print(f'{losses.avg:.4f}')\n", "a read stays at step frequency"),
     "handed to another function": ("    keep(losses)\n", "handed to other code (`keep(losses)`)"),
