@@ -3,7 +3,8 @@
 Kinds are short strings. ``TENSOR`` (and ``MASK``/``BATCH``, which are tensors too) may live on
 an accelerator; ``HOST_TENSOR`` is a tensor already on the CPU (reading it costs no sync);
 ``TENSORS`` a container of device tensors; a returned tuple holding a device tensor has a kind of
-its elements' kinds (``tuple_kind``). ``None`` means unknown.
+its elements' kinds (``tuple_kind``). ``None`` means unknown. ``merge``, ``in_place`` and
+``combine`` say what a name holds after two branches, an in-place operation, or arithmetic.
 """
 from __future__ import annotations
 
@@ -51,3 +52,42 @@ def tuple_elements(kind: Optional[str]) -> Optional[List[Optional[str]]]:
     if kind is None or not kind.startswith("("):
         return None
     return [None if part == "?" else part for part in kind[1:-1].split(",")]
+
+
+def merge(left: Optional[str], right: Optional[str]) -> Optional[str]:
+    """The kind of a name after two branches bound it to ``left`` and ``right``."""
+    if left == right:
+        return left
+    if left is None:
+        return right
+    if right is None:
+        return left
+    if left in DEVICE_TENSORS and right in DEVICE_TENSORS:
+        return TENSOR
+    if HOST_BATCH in (left, right) and (left in DEVICE_TENSORS or right in DEVICE_TENSORS):
+        # `if cuda: targets = targets.to(device)`: a loader's batch that one branch moves is on the
+        # device in the runs that have one (the other branch is the run without an accelerator)
+        return left if left in DEVICE_TENSORS else right
+    return None
+
+
+def in_place(target: Optional[str], value: Optional[str]) -> Optional[str]:
+    """The kind of ``target`` after ``target <op>= value``: a tensor changed in place keeps its
+    device (``count = torch.tensor(0); count += (labels != -100).sum()`` stays on the host, as
+    PyTorch refuses a device operand there), anything else is rebound to ``target <op> value``."""
+    if target in _HOST_TENSORS:
+        return target
+    return combine(target, value)
+
+
+def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:
+    """The kind of ``left <op> right``."""
+    if left in DEVICE_TENSORS or right in DEVICE_TENSORS:
+        return TENSOR
+    if left in _HOST_TENSORS or right in _HOST_TENSORS:
+        return HOST_TENSOR
+    if left == NUMPY or right == NUMPY:
+        return NUMPY
+    if left == NUMBER and right == NUMBER:
+        return NUMBER
+    return None

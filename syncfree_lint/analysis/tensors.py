@@ -38,6 +38,9 @@ from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysi
     TENSOR as TENSOR,
     TENSORS as TENSORS,
     _HOST_TENSORS as _HOST_TENSORS,
+    combine as combine,
+    in_place as in_place,
+    merge as merge,
     tuple_elements as tuple_elements,
     tuple_kind as tuple_kind,
 )
@@ -373,6 +376,8 @@ class TensorInference:
         name = func.attr.value
         receiver = self.kind(func.value)
         if receiver in DEVICE_TENSORS or receiver in _HOST_TENSORS:
+            if name in ("type_as", "type") and receiver in _HOST_TENSORS and node.args:
+                return self._retyped(name, node.args[0].value)  # `x.type()` alone: a string
             if name in _TENSOR_VALUE_METHODS:
                 return _TENSOR_VALUE_METHODS[name]
             if name == "cpu":
@@ -417,6 +422,17 @@ class TensorInference:
                 return HOST_TENSOR
         return None
 
+    def _retyped(self, name: str, target: cst.BaseExpression) -> Optional[str]:
+        """A host tensor after ``.type_as(other)`` (``other``'s device) or ``.type(t)``: on the
+        device when ``other`` is a device tensor or ``t`` names a CUDA type; None when not known."""
+        if name == "type_as":
+            other = self.kind(target)
+            return TENSOR if other in DEVICE_TENSORS else HOST_TENSOR if other in _HOST_TENSORS else None
+        text = dotted(target) or (target.evaluated_value if isinstance(target, cst.SimpleString) else None)
+        if not isinstance(text, str):
+            return None
+        return TENSOR if "cuda" in text else HOST_TENSOR
+
     def _names_accelerator_device(self, node: cst.Call) -> bool:
         """``.to(device)``, ``.to(self.device)``, ``.to("cuda")``, ``.to(device=...)``: a device
         that is not the CPU (a dtype, or a name that does not say device, is not evidence)."""
@@ -449,45 +465,6 @@ _DISPATCH = {
     for name, method in vars(TensorInference).items()
     if name.startswith("_") and name[1:2].isupper() and hasattr(cst, name[1:])
 }
-
-
-def merge(left: Optional[str], right: Optional[str]) -> Optional[str]:
-    """The kind of a name after two branches bound it to ``left`` and ``right``."""
-    if left == right:
-        return left
-    if left is None:
-        return right
-    if right is None:
-        return left
-    if left in DEVICE_TENSORS and right in DEVICE_TENSORS:
-        return TENSOR
-    if HOST_BATCH in (left, right) and (left in DEVICE_TENSORS or right in DEVICE_TENSORS):
-        # `if cuda: targets = targets.to(device)`: a loader's batch that one branch moves is on the
-        # device in the runs that have one (the other branch is the run without an accelerator)
-        return left if left in DEVICE_TENSORS else right
-    return None
-
-
-def in_place(target: Optional[str], value: Optional[str]) -> Optional[str]:
-    """The kind of ``target`` after ``target <op>= value``: a tensor changed in place keeps its
-    device (``count = torch.tensor(0); count += (labels != -100).sum()`` stays on the host, as
-    PyTorch refuses a device operand there), anything else is rebound to ``target <op> value``."""
-    if target in _HOST_TENSORS:
-        return target
-    return combine(target, value)
-
-
-def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:
-    """The kind of ``left <op> right``."""
-    if left in DEVICE_TENSORS or right in DEVICE_TENSORS:
-        return TENSOR
-    if left in _HOST_TENSORS or right in _HOST_TENSORS:
-        return HOST_TENSOR
-    if left == NUMPY or right == NUMPY:
-        return NUMPY
-    if left == NUMBER and right == NUMBER:
-        return NUMBER
-    return None
 
 
 def _assembled(sequence: cst.BaseExpression, elements: Sequence[cst.BaseExpression], kinds: Sequence[Optional[str]]) -> bool:

@@ -86,6 +86,8 @@ def _target(move: cst.Call):
     """(device, dtype or None) of the move, or why it is not a plain move to a proven device."""
     func = move.func
     assert isinstance(func, cst.Attribute)
+    if func.attr.value == "type_as":
+        return Declined("`.type_as(t)` takes `t`'s dtype and device: neither is spelt here")
     if func.attr.value == "cuda":
         if move.args:
             return Declined("`.cuda(...)` with arguments")

@@ -220,6 +220,17 @@ def test_factories_are_host_unless_given_a_device(name: str) -> None:
     assert kind_of(f'torch.{name}(3, device="cuda")') in (T.TENSOR, T.MASK)
 
 
+@pytest.mark.parametrize("expression, kind", [
+    ("torch.ones(3).type_as(x)", T.TENSOR),  # takes the device of its argument
+    ("torch.ones(3).type_as(torch.zeros(2))", T.HOST_TENSOR),
+    ("torch.ones(3).type_as(unknown)", None),
+    ('torch.ones(3).type("torch.cuda.LongTensor")', T.TENSOR),
+    ('torch.ones(3).type("torch.LongTensor")', T.HOST_TENSOR),
+])
+def test_host_tensors_retyped(expression: str, kind: object) -> None:
+    assert kind_of(expression) == kind
+
+
 @pytest.mark.parametrize("name", sorted(api.MASK_FUNCTIONS - {"bool"}))
 def test_mask_functions_on_a_device_tensor(name: str) -> None:
     assert kind_of(f"torch.{name}(x, x)") == T.MASK

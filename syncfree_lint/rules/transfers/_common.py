@@ -16,10 +16,14 @@ _DTYPE_WORDS = frozenset({"float16", "bfloat16", "float32", "float64", "float", 
 
 def device_target(node: cst.Call, ctx: SemanticModel) -> Optional[cst.BaseExpression]:
     """The accelerator ``node`` moves its receiver to: the argument of ``.to(...)`` (``node`` itself
-    for ``.cuda()``), or None when it is not a move to an accelerator (a cast, the CPU)."""
+    for ``.cuda()``; the device tensor of ``.type_as(t)``, whose device it takes), or None when it
+    is not a move to an accelerator (a cast, the CPU)."""
     name = method_call(node)
     if name == "cuda":
         return node
+    if name == "type_as":
+        other = positional(node, 0)
+        return other if other is not None and ctx.is_tensor(other) else None
     if name != "to":
         return None
     device = keyword_value(node, "device")

@@ -1,27 +1,29 @@
 """SFL403: a tensor built on the host, copied to the device every step."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.call_args import is_true, keyword_value
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.edits import FixPlan
+from syncfree_lint.edits import FixPlan, code
 from syncfree_lint.fixes import factory_device
 from syncfree_lint.rules.base import Rule, receiver
 from syncfree_lint.rules.transfers._common import device_target
 
 
-class HostBuiltToDevice(Rule[cst.Call]):
+class HostBuiltToDevice(Rule[Union[cst.Call, cst.Subscript]]):
     code = "SFL403"
     name = "host-built-tensor-to-device-in-step"
     messages = {
         "default": "a tensor built on the host is copied to the device every step (`.{method}()`): the copy waits for "
                    "the host; build it on the device (`device=`) or once outside the step",
+        "index": "a host tensor (`{index}`) indexes a device tensor every step: it is copied to the device first, and "
+                 "the copy waits for the GPU; build the index on the device (`device=`)",
     }
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Subscript)
     invalid = (
         """
         import torch
@@ -38,6 +40,24 @@ class HostBuiltToDevice(Rule[cst.Call]):
             for x, y in loader:
                 weights = torch.from_numpy(np.asarray(table)).cuda()
                 (model(x.cuda()) * weights).mean().backward()
+                optimizer.step()
+        """,
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                x = x.cuda()
+                perm = torch.randperm(x.shape[0])
+                model(x[perm]).mean().backward()
+                optimizer.step()
+        """,
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                x = x.cuda()
+                valid = torch.ones(x.size(0), 1).type_as(x)
+                (model(x) - valid).pow(2).mean().backward()
                 optimizer.step()
         """,
     )
@@ -59,6 +79,15 @@ class HostBuiltToDevice(Rule[cst.Call]):
                 optimizer.step()
         """,
         """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                x = x.cuda()
+                perm = torch.randperm(x.shape[0], device=x.device)
+                model(x[perm]).mean().backward()
+                optimizer.step()
+        """,
+        """
         import numpy as np
         import torch
         def train(model, loader, optimizer, device):
@@ -70,8 +99,9 @@ class HostBuiltToDevice(Rule[cst.Call]):
     )
     doc = """
 ## What it does
-Flags `.to(<accelerator>)` and `.cuda()` inside a step on a tensor that the code built on the
-host: a factory without `device=` (`torch.arange(n)`, `torch.ones(k)`, `torch.Tensor([...])`),
+Flags `.to(<accelerator>)`, `.cuda()` and `.type_as(<device tensor>)` inside a step on a tensor
+that the code built on the host, and a host tensor used as the index of a device tensor (`x[:, torch.randperm(n)]`, or a
+name bound to one; the index is copied to the device the same way): a factory without `device=` (`torch.arange(n)`, `torch.ones(k)`, `torch.Tensor([...])`),
 `torch.from_numpy(...)`, and arithmetic on them (`torch.exp(-k * torch.arange(n)).to(device)`).
 Batches from a data loader, rows of data prepared once (`inputs[step].to(device)`) and batches
 assembled from them (`torch.stack([data[i] for i in ix])`) are not flagged here (SFL402, opt-in,
@@ -111,7 +141,10 @@ values may differ on the device, or they need hoisting out of the step.
 """
     fix_title = "build it on the device: `device=` in the factory, no host copy"
 
-    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
+    def check(self, node: Union[cst.Call, cst.Subscript], ctx: SemanticModel) -> None:
+        if isinstance(node, cst.Subscript):
+            self._index(node, ctx)
+            return
         if device_target(node, ctx) is None:
             return
         moved = receiver(node)
@@ -127,6 +160,17 @@ values may differ on the device, or they need hoisting out of the step.
             fix = FixPlan(self.fix_title, "safe", factory_device.builder(
                 node, ctx.current_scope(), ctx.qualname, ctx.state(self).setdefault("scopes", {})))
             ctx.report(self, node, fix=fix, method=node.func.attr.value)  # type: ignore[attr-defined]
+
+
+    def _index(self, node: cst.Subscript, ctx: SemanticModel) -> None:
+        """``x[idx]`` with ``x`` a device tensor and ``idx`` a tensor on the host."""
+        if not ctx.is_tensor(node.value):
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and index.star is None and ctx.kind(index.value) == tensors.HOST_TENSOR:
+                ctx.report(self, index.value, "index", index=code(index.value))
+                return
 
 
 def _pinned(expr: cst.BaseExpression) -> bool:
