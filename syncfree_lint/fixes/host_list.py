@@ -65,7 +65,7 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
     name = func.value.value
     index = cache.get(id(site.scope))
     if index is None:
-        index = cache[id(site.scope)] = ScopeIndex(site.scope)
+        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.module)
     receiver = site.call.func.value  # type: ignore[attr-defined]
     if not (is_float(receiver, index, qualname, set()) or is_count(receiver, qualname)):
         return proof.Proof(None, "the value is not proven to be a float or an integer count")

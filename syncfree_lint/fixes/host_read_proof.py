@@ -88,7 +88,7 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
         return _declined("not `name += x.item()`, `name += x.item() * n` or `name = x.item()`")
     index = cache.get(id(site.scope))
     if index is None:
-        index = cache[id(site.scope)] = ScopeIndex(site.scope)
+        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.module)
     weighted = statement.value is not call  # type: ignore[union-attr]
     if weighted and not (accumulate and _weighted(statement.value, call, index)):  # type: ignore[union-attr]
         return _declined("not `name += x.item()`, `name += x.item() * n` or `name = x.item()`")

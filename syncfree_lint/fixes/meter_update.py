@@ -49,7 +49,7 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
     name = func.value.value
     index = cache.get(id(site.scope))
     if index is None:
-        index = cache[id(site.scope)] = ScopeIndex(site.scope)
+        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.module)
     shape = _shape(name, index, qualname, site)
     if isinstance(shape, tuple):
         return proof.Proof(None, *shape)

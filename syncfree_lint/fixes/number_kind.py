@@ -1,17 +1,20 @@
 """Is a value a float or an integer count? Positive evidence from the code, or no answer.
 
 ``is_float``: a loss (``criterion(out, y)``, ``F.cross_entropy``), a mean or norm, a true
-division, a float cast, or a name whose every binding is one. ``is_count``: ``.sum()`` of a
+division, a float cast, a call of a function of the file whose every return is one (an element
+of returned tuples too: ``err, acc = fast_adapt(...)``), an element of a library function's float
+results (``knowledge.dtypes.FLOAT_SEQUENCE_RESULT``), or a name whose every binding is one. ``is_count``: ``.sum()`` of a
 comparison (``(pred == y).sum()``, ``pred.eq(y).sum()``), ``count_nonzero``, an integer cast.
 Anything else is unknown, and a fix that needs the answer is declined.
 """
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Set
+from typing import Callable, List, Optional, Set
 
 import libcst as cst
 
+from syncfree_lint.analysis.nodes import code_children
 from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge import dtypes
 
@@ -54,7 +57,64 @@ def is_float(expr: cst.BaseExpression, index: ScopeIndex, qualname: QualName, se
             return False
         if lowered in dtypes.SAME_DTYPE:
             return is_float(func.value, index, qualname, seen)
-    return _names_a_loss(lowered)  # criterion(out, y), self.loss_fn(...), compute_loss(...)
+    # criterion(out, y), self.loss_fn(...), compute_loss(...); a function of the file returning floats
+    return _names_a_loss(lowered) or returns_float(expr, None, index, qualname, seen)
+
+
+def returns_float(call: cst.Call, element: Optional[int], index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
+    """``call`` (its result's ``element``, for a tuple unpacked) is a float: a library function of
+    ``FLOAT_SEQUENCE_RESULT`` (any element), or a module-level function of the file whose every
+    ``return`` gives one (followed once per function)."""
+    func = call.func
+    qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    if element is not None and qual in dtypes.FLOAT_SEQUENCE_RESULT:
+        return True
+    function = _local_function(func, index.module)
+    key = f"def {function.name.value}" if function is not None else ""
+    if function is None or key in seen:
+        return False
+    inner = ScopeIndex(function, index.module)
+    returned = _returned_values(function)
+    if not returned:
+        return False
+    for value in returned:
+        if element is not None:
+            elements = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            if elements is None or len(elements) <= element or isinstance(elements[element], cst.StarredElement):
+                return False
+            value = elements[element].value
+        if not is_float(value, inner, qualname, seen | {key}):
+            return False
+    return True
+
+
+def _local_function(func: cst.BaseExpression, module: Optional[cst.Module]) -> Optional[cst.FunctionDef]:
+    """The module-level ``def`` a bare name calls, when the module defines it once (not async)."""
+    if not isinstance(func, cst.Name) or module is None:
+        return None
+    found = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == func.value]
+    if len(found) != 1 or not isinstance(found[0], cst.FunctionDef) or found[0].asynchronous:
+        return None
+    return found[0]
+
+
+def _returned_values(function: cst.FunctionDef) -> List[cst.BaseExpression]:
+    """The expressions of the function's own ``return`` statements; empty when one returns nothing,
+    the function yields, or none returns."""
+    out: List[cst.BaseExpression] = []
+    stack: List[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Yield, cst.Await)):
+            return []
+        if isinstance(node, cst.Return):
+            if node.value is None:
+                return []
+            out.append(node.value)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(code_children(node))
+    return out
 
 
 def _names_a_loss(callee: str) -> bool:
@@ -86,12 +146,26 @@ def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[s
             if not is_float(bound_by.value, index, qualname, seen):
                 return False
             assigned = True
+        elif _unpacked_float(node, bound_by, index, qualname, seen):
+            assigned = True  # `err, acc = fast_adapt(...)`
         elif isinstance(bound_by, cst.AugAssign):
             if not isinstance(bound_by.operator, (cst.DivideAssign, cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):
                 return False
         else:
             return False
     return assigned
+
+
+def _unpacked_float(node: cst.Name, bound_by: cst.CSTNode, index: ScopeIndex, qualname: QualName,
+                    seen: Set[str]) -> bool:
+    """``a, b = call(...)`` binding ``node`` to an element the call returns as a float."""
+    if not (isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1 and isinstance(bound_by.value, cst.Call)):
+        return False
+    target = bound_by.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return False
+    positions = [i for i, e in enumerate(target.elements) if e.value is node]
+    return len(positions) == 1 and returns_float(bound_by.value, positions[0], index, qualname, seen)
 
 
 def _backpropagated(name: str, index: ScopeIndex) -> bool:

@@ -21,7 +21,8 @@ class ScopeIndex:
     """Every Name of one scope by value (with whether it sits in a nested scope), each node's
     parent, and the assignment statement that binds each stored Name."""
 
-    def __init__(self, scope: cst.CSTNode) -> None:
+    def __init__(self, scope: cst.CSTNode, module: Optional[cst.Module] = None) -> None:
+        self.module = module  # the file, where a proof follows a call into one of its functions
         self.names: Dict[str, List[Tuple[cst.Name, bool]]] = {}
         self.parent: Dict[int, cst.CSTNode] = {}
         self.stores: Dict[int, cst.CSTNode] = {}

@@ -16,6 +16,9 @@ SAME_DTYPE = frozenset({"sum", "nansum", "abs", "neg", "detach", "clone", "cpu",
 #: of those, the ones that may return the receiver itself or a view of it
 MAY_ALIAS = frozenset({"detach", "float", "double", "half", "bfloat16", "long", "int", "short", "cpu", "cuda",
                        "contiguous", "squeeze", "unsqueeze", "view", "reshape", "flatten", "to"})
+#: library functions that return a list or tuple of floating tensors (``acc1, acc5 = accuracy(out, y,
+#: topk=(1, 5))``: timm's top-k accuracy, in percent)
+FLOAT_SEQUENCE_RESULT = frozenset({"timm.utils.accuracy", "timm.utils.metrics.accuracy"})
 F_LOSSES = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
                       "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "ctc_loss"})
 FLOAT_DTYPES = frozenset({"torch." + n for n in ("float", "float32", "float64", "double", "half", "float16", "bfloat16")})

@@ -323,6 +323,59 @@ def _number_kind(expression: str) -> str:
     return "int" if is_count(expr, imports.qualname) else "unknown"
 
 
+FUNCTIONS = """\
+import torch
+from timm.utils import accuracy
+
+
+def top1(out, y):
+    return (out.argmax(1) == y).float().mean()
+
+
+def fast_adapt(out, y, criterion):
+    err = criterion(out, y)
+    return err, top1(out, y)
+
+
+def raw(out):
+    return out
+
+
+def halves(out):
+    if out is None:
+        return
+    return out.float() / 2
+
+
+def step(out, y, criterion):
+    a = top1(out, y)
+    e, b = fast_adapt(out, y, criterion)
+    c, d = accuracy(out, y, topk=(1, 5))
+    r = raw(out)
+    h = halves(out)
+    n, m = raw(out), raw(out)
+"""
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("a", True), ("e", True), ("b", True), ("c", True), ("d", True),  # local functions, timm's accuracy
+    ("r", False),  # returns its parameter: its dtype is the caller's
+    ("h", False),  # one `return` gives None
+    ("n", False),  # a tuple built here, not a call's result
+])
+def test_float_through_functions_of_the_file(name, expected):
+    from syncfree_lint.fixes.number_kind import is_float
+    from syncfree_lint.fixes.scope_index import ScopeIndex
+
+    module = cst.parse_module(FUNCTIONS)
+    imports = ImportMap("", False)
+    imports.add_import(module.body[0].body[0])  # type: ignore[attr-defined]
+    imports.add_import_from(module.body[1].body[0])  # type: ignore[attr-defined]
+    step = module.body[-1]
+    index = ScopeIndex(step, module)
+    assert is_float(cst.Name(name), index, imports.qualname, set()) is expected
+
+
 @pytest.mark.parametrize("expression, expected", [
     ("criterion(out, y)", "float"),
     ("F.cross_entropy(out, y)", "float"),
