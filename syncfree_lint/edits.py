@@ -10,7 +10,7 @@ file was walked, so a plan can depend on everything in the file (e.g. which impo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
@@ -52,11 +52,11 @@ Part = Union[Replace, InsertAfter, Guard]
 @dataclass(frozen=True)
 class Declined:
     """A fix the model could not prove keeps behaviour; ``--show-fixes`` prints the reason.
-    ``wants``: the dotted name of a class another file defines whose facts could decide it (the
-    run then teaches them, ``analysis.run_kinds``)."""
+    ``wants``: dotted names of functions and classes other files define whose facts could decide
+    it (the run then teaches them, ``analysis.run_kinds``)."""
 
     reason: str
-    wants: Optional[str] = None
+    wants: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ def summary_of(facts: FileFacts) -> FileFacts:
     slim.edges = facts.edges
     slim.hook_methods = facts.hook_methods  # a base class here may declare the hooks a requested file overrides
     slim.meters = facts.meters  # a meter class here may decide a requested file's fix
+    slim.dtypes = facts.dtypes
     # what the requested files may learn about values, and what this file could learn first (``run_kinds``)
     slim.returns = facts.returns
     slim.calls_out = facts.calls_out

@@ -41,6 +41,14 @@ class AnswersMixin:
     external: ExternalKinds
 
     # objects
+    def imported_dtype(self, qualname: str) -> Optional[str]:
+        """What a function another file of the run defines returns (``"float"``, ``"same:<i>"``),
+        by the dotted name this file imports it as (taught by ``run_kinds`` when a fix asked)."""
+        for name, dtype in self.external.dtypes:
+            if name == qualname:
+                return dtype
+        return None
+
     def imported_meter(self, qualname: str) -> Optional[MeterShape]:
         """The running-average meter shape of a class another file of the run defines, by the
         dotted name this file imports it as (taught by ``run_kinds`` when a fix asked)."""

@@ -67,14 +67,16 @@ class ExternalKinds:
     # local qualnames that the run reaches from a step in another file, whose parameters this
     # file's own calls give kinds (``FileFacts.deferred``): the walk applies those seeds now
     reached: Tuple[str, ...] = ()
-    # running-average meters other files define, by the dotted names this file's SFL101 meter
-    # fixes asked for (``FileFacts.meters_wanted``); for a file that defines one and was not
-    # parsed (no torch word), the local class names others asked for: it is parsed to tell them
+    # what other files' functions return (``"float"``, ``"same:<i>"``: ``number_kind.return_dtype``)
+    # and which of their classes are meters, by the dotted names this file's fixes asked for
+    # (``FileFacts.wanted``); and, for the file that defines them, the local qualnames others asked
+    # about: it is walked (parsed, if the pre-filter skipped it) to tell them
     meters: Tuple[Tuple[str, MeterShape], ...] = ()
-    meters_asked: Tuple[str, ...] = ()
+    dtypes: Tuple[Tuple[str, str], ...] = ()
+    asked: Tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.returns or self.calls_in or self.reached or self.meters or self.meters_asked)
+        return bool(self.returns or self.calls_in or self.reached or self.meters or self.dtypes or self.asked)
 
 
 @dataclass
@@ -113,9 +115,11 @@ class FileFacts:
     # because no step of this file reaches them; the run says when another file's step does
     deferred: Set[str] = field(default_factory=set)
     # module-level classes proven running-average meters (``analysis.meter_class``), by dotted name;
-    # and the dotted names of other files' classes this file's meter fixes need to know
+    # the result dtypes of the functions others asked about (``ExternalKinds.asked``); and the dotted
+    # names of other files' functions and classes this file's fixes need to know (``Declined.wants``)
     meters: Dict[str, MeterShape] = field(default_factory=dict)
-    meters_wanted: Set[str] = field(default_factory=set)
+    dtypes: Dict[str, str] = field(default_factory=dict)
+    wanted: Set[str] = field(default_factory=set)
 
 
 __all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "FileFacts"]

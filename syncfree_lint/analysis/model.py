@@ -79,6 +79,12 @@ class SemanticModel(Protocol):
         ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
         ...
 
+    def imported_dtype(self, qualname: str) -> Optional[str]:
+        """What a function another file of the run defines returns: ``"float"``, or ``"same:<i>"``
+        (its ``i``-th argument's dtype), by the dotted name this file imports it as; None when the
+        run has not said (``number_kind.return_dtype``, taught when a fix's ``Declined.wants`` asks)."""
+        ...
+
     def imported_meter(self, qualname: str) -> Optional[MeterShape]:
         """The running-average meter shape (``knowledge.meters.MeterShape``) of a class another
         file of the run defines, by the dotted name this file imports it as; None when the run has

@@ -85,41 +85,52 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     newly_reached = {path: quals for path, quals in newly_reached.items() if quals}
     for path, qualnames in unread.items():  # parsed to learn what they return (called with nothing known)
         learned_calls.setdefault(path, []).extend((qualname, ((), ())) for qualname in sorted(qualnames))
-    learned_meters, asked = _meters_taught(all_facts, reported)
+    learned_meters, learned_dtypes, asked = _facts_taught(all_facts, reported, index)
     out: Dict[str, ExternalKinds] = {}
-    for path in sorted(set(learned_returns) | set(learned_calls) | set(newly_reached) | set(learned_meters) | set(asked)):
+    paths = set(learned_returns) | set(learned_calls) | set(newly_reached) | set(learned_meters) | set(learned_dtypes) \
+        | set(asked)
+    for path in sorted(paths):
         out[path] = ExternalKinds(tuple(sorted(learned_returns.get(path, {}).items())),
                                   tuple(learned_calls.get(path, ())), newly_reached.get(path, ()),
                                   tuple(sorted(learned_meters.get(path, {}).items(), key=lambda item: item[0])),
+                                  tuple(sorted(learned_dtypes.get(path, {}).items())),
                                   tuple(sorted(asked.get(path, ()))))
     return out
 
 
-def _meters_taught(all_facts: Sequence[FileFacts], reported: Collection[str]):
-    """(per reported file, the meter classes of other files its fixes asked for; per file the
-    pre-filter did not parse, the local class names asked of it, so it is parsed to tell them)."""
-    if not any(facts.meters_wanted for facts in all_facts if facts.path in reported):
-        return {}, {}
-    defined: Dict[str, MeterShape] = {}
+def _facts_taught(all_facts: Sequence[FileFacts], reported: Collection[str], index: FunctionIndex):
+    """What the reported files' fixes asked about other files (``FileFacts.wanted``): (per file,
+    the meter classes and the function result dtypes the run knows; per defining file, the local
+    qualnames asked of it that it has not told yet, so it is walked again, or parsed, to tell)."""
+    if not any(facts.wanted for facts in all_facts if facts.path in reported):
+        return {}, {}, {}
+    meters: Dict[str, MeterShape] = {}
+    dtypes: Dict[str, str] = {}
     for facts in all_facts:
-        for name, shape in facts.meters.items():
-            defined[name] = shape
-            for prefix in namespace_prefixes(facts.root):
-                defined[f"{prefix}.{name}"] = shape
+        names = [""] + [f"{prefix}." for prefix in namespace_prefixes(facts.root)]
+        meters.update((prefix + name, shape) for name, shape in facts.meters.items() for prefix in names)
+        dtypes.update((prefix + name, dtype) for name, dtype in facts.dtypes.items() for prefix in names)
     skipped = _skipped_modules(all_facts, [facts.path for facts in all_facts])
-    learned: Dict[str, Dict[str, MeterShape]] = {}
+    learned_meters: Dict[str, Dict[str, MeterShape]] = {}
+    learned_dtypes: Dict[str, Dict[str, str]] = {}
     asked: Dict[str, Set[str]] = {}
     for facts in all_facts:
         if facts.path not in reported:
             continue
-        for name in sorted(facts.meters_wanted):
-            if name in defined:
-                learned.setdefault(facts.path, {})[name] = defined[name]
-                continue
-            in_skipped = _in_skipped_file(name, skipped)
-            if in_skipped is not None:
-                asked.setdefault(in_skipped[0], set()).add(in_skipped[1])
-    return learned, asked
+        for name in sorted(facts.wanted):
+            if name in meters:
+                learned_meters.setdefault(facts.path, {})[name] = meters[name]
+            elif name in dtypes:
+                learned_dtypes.setdefault(facts.path, {})[name] = dtypes[name]
+            else:
+                for target in lookup(index, name, facts.root):
+                    path, _, qual = target.partition("::")
+                    if "." not in qual:  # a module-level function: its file can say what it returns
+                        asked.setdefault(path, set()).add(qual)
+                in_skipped = _in_skipped_file(name, skipped)
+                if in_skipped is not None:
+                    asked.setdefault(in_skipped[0], set()).add(in_skipped[1])
+    return learned_meters, learned_dtypes, asked
 
 
 def teachers(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Set[str]:
@@ -185,10 +196,12 @@ def merge(old: Optional[ExternalKinds], new: ExternalKinds) -> ExternalKinds:
     returns.update(new.returns)
     meters = dict(old.meters)
     meters.update(new.meters)
+    dtypes = dict(old.dtypes)
+    dtypes.update(new.dtypes)
     return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(set(old.calls_in) | set(new.calls_in), key=repr)),
                          tuple(sorted(set(old.reached) | set(new.reached))),
-                         tuple(sorted(meters.items(), key=lambda item: item[0])),
-                         tuple(sorted(set(old.meters_asked) | set(new.meters_asked))))
+                         tuple(sorted(meters.items(), key=lambda item: item[0])), tuple(sorted(dtypes.items())),
+                         tuple(sorted(set(old.asked) | set(new.asked))))
 
 
 def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Collection[str],

@@ -13,6 +13,8 @@ from syncfree_lint.analysis.calls import DottedRef, SelfRef, callee_name
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called, published_hooks
 from syncfree_lint.analysis.meter_class import shape_of
+from syncfree_lint.analysis.number_kind import return_dtype
+from syncfree_lint.analysis.scope_index import FileContext
 from syncfree_lint.analysis.positions import PositionFinder
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.analysis.suppression import NoqaFilter
@@ -44,6 +46,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
                 for base in frame.bases if base)
     _kind_facts(walk, facts, function_id)
     facts.meters = _meters(walk)
+    facts.dtypes = _dtypes_asked(walk)
     facts.hook_methods = published_hooks(walk, function_id)
     facts.deferred = set(walk.deferred_seeds)
     finder: Optional[PositionFinder] = None
@@ -87,7 +90,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             if origin is not None and placement is not None else ()
         if guarded and placement is not None and placement.guard is not None:
             reach += (_guard_hop(walk.path, placement.guard, finder),)
-        fix, declined = _fix(finding, finder, walk.newline, facts.meters_wanted) if fixes else (None, None)
+        fix, declined = _fix(finding, finder, walk.newline, facts.wanted) if fixes else (None, None)
         diagnostic = Diagnostic(walk.path, line, col, finding.code, finding.message, fix, end_line, end_col,
                                 guarded, reach, declined)
         if owner == STEP:
@@ -122,6 +125,22 @@ def _meters(walk: "ModuleAnalysis") -> Dict[str, MeterShape]:
             if not isinstance(shape, str):
                 name = statement.name.value
                 out[f"{walk.module_name}.{name}" if walk.module_name else name] = shape
+    return out
+
+
+def _dtypes_asked(walk: "ModuleAnalysis") -> Dict[str, str]:
+    """What the module-level functions other files asked about return (``number_kind.return_dtype``)."""
+    asked = set(walk.external.asked)
+    out: Dict[str, str] = {}
+    if not asked:
+        return out
+    context = FileContext(walk.module)
+    for statement in walk.module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in asked:
+            dtype = return_dtype(statement, context, walk.qualname)
+            if dtype is not None:
+                name = statement.name.value
+                out[f"{walk.module_name}.{name}" if walk.module_name else name] = dtype
     return out
 
 
@@ -172,8 +191,7 @@ def _fix(finding: Finding, finder: PositionFinder, newline: str, wanted: Set[str
         return plan, None
     parts = plan.build()
     if isinstance(parts, Declined):
-        if parts.wants is not None:
-            wanted.add(parts.wants)
+        wanted.update(parts.wants)
         return None, parts.reason
     if isinstance(parts, Suggested):
         return Fix(parts.title, "display", tuple(e for p in parts.parts for e in _edits_for(p, finder, newline))), \

@@ -26,7 +26,7 @@ import libcst as cst
 
 from syncfree_lint.edits import Guard, code
 from syncfree_lint.fixes.host_read_proof import ItemSite
-from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.analysis.scope_index import BINDERS, ScopeIndex
 from syncfree_lint.knowledge.sinks import DISPLAY_FUNCTIONS, DISPLAY_METHODS, SUGGESTED_INTERVAL
 
 

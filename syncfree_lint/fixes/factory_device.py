@@ -21,7 +21,7 @@ import libcst as cst
 
 from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes.scalar_tensor import host_number
-from syncfree_lint.fixes.scope_index import ScopeIndex
+from syncfree_lint.analysis.scope_index import ScopeIndex
 from syncfree_lint.knowledge.dtypes import (
     EXACT_FACTORIES,
     HOST_DATA_CONSTRUCTORS,

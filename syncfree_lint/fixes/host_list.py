@@ -27,8 +27,8 @@ import libcst as cst
 
 from syncfree_lint.edits import Replace, code
 from syncfree_lint.fixes import host_read_proof as proof
-from syncfree_lint.fixes.number_kind import is_count, is_float
-from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.analysis.number_kind import is_count, is_float
+from syncfree_lint.analysis.scope_index import BINDERS, ScopeIndex
 
 #: calls that use a list's contents at once and keep no reference to it
 _CONSUMERS = frozenset({"len", "sum", "min", "max", "sorted", "print", "str", "repr", "any", "all", "list", "tuple"})
@@ -65,7 +65,7 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
     name = func.value.value
     index = cache.get(id(site.scope))
     if index is None:
-        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.module)
+        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.context)
     receiver = site.call.func.value  # type: ignore[attr-defined]
     if not (is_float(receiver, index, qualname, set()) or is_count(receiver, qualname)):
         return proof.Proof(None, "the value is not proven to be a float or an integer count")

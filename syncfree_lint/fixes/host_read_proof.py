@@ -17,20 +17,19 @@ device without float64 (MPS, XLA, XPU, HPU, NPU) nor an API that may pick one
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis.device import named_accelerators
 from syncfree_lint.edits import Declined, Replace, code
-from syncfree_lint.fixes.number_kind import count_is_int64, is_count, is_float
+from syncfree_lint.analysis.number_kind import count_is_int64, is_count, is_float
 from syncfree_lint.fixes.scalar_tensor import host_number
-from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.analysis.scope_index import BINDERS, FileContext, ScopeIndex
 from syncfree_lint.knowledge.dtypes import MAY_ALIAS
 from syncfree_lint.knowledge.frequency import FLOAT64_ACCELERATORS
-from syncfree_lint.knowledge.meters import MeterShape
 from syncfree_lint.knowledge.sinks import DISPLAY_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,16 +49,15 @@ class ItemSite:
     statement: Optional[cst.CSTNode]
     scope: cst.CSTNode  # the FunctionDef holding it, or the Module
     placement: "Placement"
-    module: Optional[cst.Module] = None  # the file, where a proof needs one of its classes
-    # the meter shape the run found for a class another file defines (``SemanticModel.imported_meter``)
-    imported_meter: Optional[Callable[[str], Optional[MeterShape]]] = None
+    # the file's module and what the run says about other files (shared by the file's sites)
+    context: FileContext = field(default_factory=FileContext)
 
 
 @dataclass
 class Proof:
     edits: Optional[List[Replace]]
     reason: str  # why declined; "proven" when edits is not None
-    wants: Optional[str] = None  # a class of another file whose facts could decide (``Declined.wants``)
+    wants: Tuple[str, ...] = ()  # functions and classes of other files whose facts could decide (``Declined.wants``)
 
     @property
     def parts(self) -> Union[List[Replace], Declined]:
@@ -88,7 +86,7 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
         return _declined("not `name += x.item()`, `name += x.item() * n` or `name = x.item()`")
     index = cache.get(id(site.scope))
     if index is None:
-        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.module)
+        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.context)
     weighted = statement.value is not call  # type: ignore[union-attr]
     if weighted and not (accumulate and _weighted(statement.value, call, index)):  # type: ignore[union-attr]
         return _declined("not `name += x.item()`, `name += x.item() * n` or `name = x.item()`")

@@ -31,9 +31,9 @@ import libcst as cst
 from syncfree_lint.edits import Replace, code
 from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.analysis.meter_class import shape_of
-from syncfree_lint.fixes.number_kind import is_float
+from syncfree_lint.analysis.number_kind import is_float
 from syncfree_lint.fixes.scalar_tensor import host_number
-from syncfree_lint.fixes.scope_index import ScopeIndex
+from syncfree_lint.analysis.scope_index import ScopeIndex
 from syncfree_lint.knowledge.meters import KNOWN_METERS, MeterShape
 
 Read = Tuple[cst.CSTNode, str]  # (the node read, "format" | "converted" | "float" | "exact")
@@ -49,10 +49,11 @@ def decide(site: proof.ItemSite, outer: cst.Call, places: Dict[int, object], qua
     name = func.value.value
     index = cache.get(id(site.scope))
     if index is None:
-        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.module)
+        index = cache[id(site.scope)] = ScopeIndex(site.scope, site.context)
     shape = _shape(name, index, qualname, site)
     if isinstance(shape, tuple):
-        return proof.Proof(None, *shape)
+        reason, wanted = shape
+        return proof.Proof(None, reason, (wanted,) if wanted else ())
     problem = _arguments(outer, shape, index)
     if problem:
         return _declined(problem)
@@ -112,11 +113,11 @@ def _shape(name: str, index: ScopeIndex, qualname: proof.QualName,
         return f"`{name}` is not bound once in the scope, to `Meter(...)`", None
     cls = constructors[0].func
     dotted = qualname(cls) if isinstance(cls, (cst.Name, cst.Attribute)) else None
-    local = _local_class(cls, site.module)
+    local = _local_class(cls, site.context.module)
     if local is not None:
         shape = shape_of(local)
         return (shape, None) if isinstance(shape, str) else shape
-    known = KNOWN_METERS.get(dotted or "") or (site.imported_meter(dotted) if dotted and site.imported_meter else None)
+    known = KNOWN_METERS.get(dotted or "") or (site.context.imported_meter(dotted) if dotted else None)
     if known is not None:
         return known
     return ("`meter.update(x.item(), ...)`: the meter's class is not known to only add the value (neither defined "

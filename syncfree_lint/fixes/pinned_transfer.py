@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import libcst as cst
 
 from syncfree_lint.edits import Declined, Replace, code
-from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.analysis.scope_index import BINDERS, ScopeIndex
 
 #: wrappers whose first argument is the iterable a loop really draws from
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})

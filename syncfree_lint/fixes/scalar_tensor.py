@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Set, Union
 import libcst as cst
 
 from syncfree_lint.edits import Declined, Replace, code
-from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.analysis.scope_index import BINDERS, ScopeIndex
 
 #: keywords ``torch.full`` takes with the same meaning as ``torch.tensor``
 _KEPT_KEYWORDS = frozenset({"device", "dtype", "requires_grad"})

@@ -1,6 +1,6 @@
 """What the fixes know about tensor dtypes: which calls give a float, an integer count, or may alias.
 
-Read by ``fixes/number_kind.py`` (is this value a float or a count?) and by the SFL101 fix's
+Read by ``analysis/number_kind.py`` (is this value a float or a count?) and by the SFL101 fix's
 proof. Each table is checked by ``tests/unit/test_knowledge.py``.
 """
 from __future__ import annotations

@@ -309,8 +309,8 @@ def test_builtins_over_elements_and_moves_of_unknown_values(expression: str, exp
 
 # ---------------------------------------------------------------- dtypes: float or count
 def _number_kind(expression: str) -> str:
-    from syncfree_lint.fixes.number_kind import is_count, is_float
-    from syncfree_lint.fixes.scope_index import ScopeIndex
+    from syncfree_lint.analysis.number_kind import is_count, is_float
+    from syncfree_lint.analysis.scope_index import ScopeIndex
 
     module = cst.parse_module(f"import torch\nimport torch.nn.functional as F\nvalue = {expression}\n")
     imports = ImportMap("", False)
@@ -341,6 +341,13 @@ def raw(out):
     return out
 
 
+def reduce_tensor(tensor, n):
+    rt = tensor.clone()
+    torch.distributed.all_reduce(rt)
+    rt /= n
+    return rt
+
+
 def halves(out):
     if out is None:
         return
@@ -354,6 +361,8 @@ def step(out, y, criterion):
     r = raw(out)
     h = halves(out)
     n, m = raw(out), raw(out)
+    s = reduce_tensor(criterion(out, y).data, 2)
+    t = reduce_tensor(out.argmax(1), 2)
 """
 
 
@@ -362,17 +371,19 @@ def step(out, y, criterion):
     ("r", False),  # returns its parameter: its dtype is the caller's
     ("h", False),  # one `return` gives None
     ("n", False),  # a tuple built here, not a call's result
+    ("s", True),   # reduce_tensor keeps its argument's dtype: a loss's `.data`
+    ("t", False),  # ... and here its argument is an index tensor
 ])
 def test_float_through_functions_of_the_file(name, expected):
-    from syncfree_lint.fixes.number_kind import is_float
-    from syncfree_lint.fixes.scope_index import ScopeIndex
+    from syncfree_lint.analysis.number_kind import is_float
+    from syncfree_lint.analysis.scope_index import FileContext, ScopeIndex
 
     module = cst.parse_module(FUNCTIONS)
     imports = ImportMap("", False)
     imports.add_import(module.body[0].body[0])  # type: ignore[attr-defined]
     imports.add_import_from(module.body[1].body[0])  # type: ignore[attr-defined]
     step = module.body[-1]
-    index = ScopeIndex(step, module)
+    index = ScopeIndex(step, FileContext(module))
     assert is_float(cst.Name(name), index, imports.qualname, set()) is expected
 
 
@@ -422,7 +433,7 @@ def test_int64_tables_match_torch() -> None:
     ("(pred == y).sum().short()", False),
 ])
 def test_count_width(expression: str, wide: bool) -> None:
-    from syncfree_lint.fixes.number_kind import count_is_int64
+    from syncfree_lint.analysis.number_kind import count_is_int64
 
     module = cst.parse_module(f"import torch\nvalue = {expression}\n")
     imports = ImportMap("", False)

@@ -230,3 +230,39 @@ def test_meter_class_of_another_file(tmp_path, meter, fixed):
             assert [e.content for e in found.fix.edits] == ["detach().double", "torch.as_tensor(losses.avg).item()"]
         else:
             assert found.fix is None and "not known to only add the value" in found.fix_declined
+
+
+UTILS = """\
+import torch
+import torch.distributed as dist
+
+
+def reduce_tensor(tensor):
+    rt = tensor.clone()
+    dist.all_reduce(rt, op=dist.ReduceOp.SUM)
+    rt /= dist.get_world_size()
+    return rt
+
+
+def top_index(out):
+    return out.argmax(1)
+"""
+
+
+@pytest.mark.parametrize("value, fixed", [("reduce_tensor(loss)", True), ("top_index(loss)", False)])
+def test_result_dtype_of_a_function_of_another_file(tmp_path, value, fixed):
+    """`loss = reduce_tensor(loss)` keeps the loss's dtype: train.py's fix asks, utils.py tells
+    (`number_kind.return_dtype`: "same:0"), whole and with train.py alone."""
+    from syncfree_lint import engine
+
+    train = TRAIN.replace("from utils import AverageMeter", "from utils import reduce_tensor, top_index") \
+        .replace("        losses.update(loss.item(), x.size(0))", f"        loss = {value}\n        losses.update(loss.item(), x.size(0))")
+    project = _project(tmp_path, {"utils.py": UTILS, "train.py": TIMM_SHAPED + "\n\n" + train})
+    line = (TIMM_SHAPED + "\n\n" + train).splitlines().index("        losses.update(loss.item(), x.size(0))") + 1
+    for paths, alone in (([str(project)], False), ([str(project / "train.py")], True)):
+        result = engine.run(paths, Config(select=("SFL101",)), project=alone)
+        [found] = [d for d in result.diagnostics if d.line == line]
+        if fixed:
+            assert found.fix is not None, (alone, found.fix_declined)
+        else:
+            assert found.fix is None and "not proven to be a float" in found.fix_declined

@@ -13,7 +13,7 @@ import pytest
 
 from syncfree_lint.edits import Declined, Replace, code
 from syncfree_lint.fixes import scalar_tensor
-from syncfree_lint.fixes.scope_index import ScopeIndex
+from syncfree_lint.analysis.scope_index import ScopeIndex
 
 torch = pytest.importorskip("torch")
 

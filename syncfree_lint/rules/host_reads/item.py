@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.scope_index import FileContext
 from syncfree_lint.edits import FixPlan
 from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.fixes import item_fix
@@ -155,8 +156,11 @@ it; `--show-fixes` lists it, `--diff --suggestions` prints it, editors offer it 
                 places[id(statement)] = ctx.placement()
             return
         if isinstance(node, cst.Call) and method_call(node) == "item" and not node.args and host_read_receiver(node, ctx):
-            site = proof.ItemSite(node, ctx.current_statement(), ctx.current_scope(), ctx.placement(),
-                                  ctx.enclosing_scopes()[-1], ctx.imported_meter)  # type: ignore[arg-type]
+            context = state.get("context")
+            if context is None:  # one per file: the module, and what the run says about other files
+                context = state["context"] = FileContext(ctx.enclosing_scopes()[-1], ctx.imported_dtype,  # type: ignore[arg-type]
+                                                         ctx.imported_meter, ctx.is_imported)
+            site = proof.ItemSite(node, ctx.current_statement(), ctx.current_scope(), ctx.placement(), context)
             build = lambda: item_fix.parts(site, state.get("places", {}), ctx.qualname, ctx.source_text(),  # noqa: E731
                                            state.setdefault("scopes", {}))
             ctx.report(self, node, fix=FixPlan(self.fix_title, "unsafe", build))

@@ -5,11 +5,13 @@ nested function, and what each node's parent is; it is built once per scope and 
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from syncfree_lint.analysis.nodes import code_children
+from syncfree_lint.knowledge.meters import MeterShape
 
 NESTED = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 #: parents that bind a name without an assignment statement
@@ -17,12 +19,33 @@ BINDERS = (cst.ImportAlias, cst.AsName, cst.NameItem, cst.Param, cst.FunctionDef
            cst.MatchStar, cst.MatchMapping, cst.MatchKeywordElement, cst.Global, cst.Nonlocal, cst.ImportFrom)
 
 
+@dataclass
+class FileContext:
+    """What a proof may ask beyond one scope: the file's module (its functions and classes), what
+    the run says about other files' functions and meter classes, and the dotted names it asked for
+    and did not get (a declined fix's ``Declined.wants``: the run then teaches them)."""
+
+    module: Optional[cst.Module] = None
+    imported_dtype: Callable[[str], Optional[str]] = lambda qualname: None
+    imported_meter: Callable[[str], Optional[MeterShape]] = lambda qualname: None
+    is_imported: Callable[[str], bool] = lambda name: False  # an import binds this local name
+    wanted: Set[str] = field(default_factory=set)
+    functions: Dict[int, "ScopeIndex"] = field(default_factory=dict)  # indexes of the functions followed
+
+    def index_of(self, function: cst.FunctionDef) -> "ScopeIndex":
+        """The scope index of one of the file's functions, built once."""
+        index = self.functions.get(id(function))
+        if index is None:
+            index = self.functions[id(function)] = ScopeIndex(function, self)
+        return index
+
+
 class ScopeIndex:
     """Every Name of one scope by value (with whether it sits in a nested scope), each node's
     parent, and the assignment statement that binds each stored Name."""
 
-    def __init__(self, scope: cst.CSTNode, module: Optional[cst.Module] = None) -> None:
-        self.module = module  # the file, where a proof follows a call into one of its functions
+    def __init__(self, scope: cst.CSTNode, context: Optional[FileContext] = None) -> None:
+        self.context = context or FileContext()
         self.names: Dict[str, List[Tuple[cst.Name, bool]]] = {}
         self.parent: Dict[int, cst.CSTNode] = {}
         self.stores: Dict[int, cst.CSTNode] = {}

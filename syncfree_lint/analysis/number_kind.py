@@ -15,7 +15,7 @@ from typing import Callable, List, Optional, Set
 import libcst as cst
 
 from syncfree_lint.analysis.nodes import code_children
-from syncfree_lint.fixes.scope_index import BINDERS, ScopeIndex
+from syncfree_lint.analysis.scope_index import BINDERS, FileContext, ScopeIndex
 from syncfree_lint.knowledge import dtypes
 
 QualName = Callable[[cst.BaseExpression], Optional[str]]
@@ -27,6 +27,8 @@ def is_float(expr: cst.BaseExpression, index: ScopeIndex, qualname: QualName, se
         return _name_is_float(expr.value, index, qualname, seen)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         return is_float(expr.expression, index, qualname, seen)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return is_float(expr.value, index, qualname, seen)  # `loss.data`: the same tensor, without autograd
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, cst.Divide):
             return True  # true division
@@ -69,14 +71,21 @@ def returns_float(call: cst.Call, element: Optional[int], index: ScopeIndex, qua
     qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
     if element is not None and qual in dtypes.FLOAT_SEQUENCE_RESULT:
         return True
-    function = _local_function(func, index.module)
-    key = f"def {function.name.value}" if function is not None else ""
-    if function is None or key in seen:
+    function = _local_function(func, index.context.module)
+    if function is None:
+        return element is None and _imported_float(call, qual, index, qualname, seen)
+    key = f"def {function.name.value}"
+    if key in seen:
         return False
-    inner = ScopeIndex(function, index.module)
+    inner = index.context.index_of(function)
     returned = _returned_values(function)
     if not returned:
         return False
+    if element is None:
+        same = _same_as_parameter(function, returned, inner)
+        if same is not None:  # `def reduce(t): rt = t.clone(); ...; return rt`: the argument's dtype
+            argument = _positional(call, same)
+            return argument is not None and is_float(argument, index, qualname, seen | {key})
     for value in returned:
         if element is not None:
             elements = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
@@ -86,6 +95,88 @@ def returns_float(call: cst.Call, element: Optional[int], index: ScopeIndex, qua
         if not is_float(value, inner, qualname, seen | {key}):
             return False
     return True
+
+
+def _imported_float(call: cst.Call, qual: Optional[str], index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
+    """A function of another file of the run, by what the run says it returns (``return_dtype``);
+    unknown ones are noted in ``index.context.wanted`` so the run can tell."""
+    head = call.func
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not qual or "." not in qual or not isinstance(head, cst.Name) or not index.context.is_imported(head.value) \
+            or qual.split(".")[0] in ("torch", "numpy", "math"):
+        return False  # not a function another file of the run may define
+    answer = index.context.imported_dtype(qual)
+    if answer is None:
+        index.context.wanted.add(qual)
+        return False
+    if answer == "float":
+        return True
+    argument = _positional(call, int(answer.partition(":")[2]))
+    return argument is not None and is_float(argument, index, qualname, seen | {f"def {qual}"})
+
+
+def return_dtype(function: cst.FunctionDef, context: FileContext, qualname: QualName) -> Optional[str]:
+    """What a function's result is, for other files' proofs: ``"float"`` when every ``return``
+    gives a float, ``"same:<i>"`` when every one gives its ``i``-th positional argument or a
+    tensor a dtype-keeping method made from it; None otherwise."""
+    returned = _returned_values(function)
+    if not returned:
+        return None
+    inner = context.index_of(function)
+    key = f"def {function.name.value}"
+    if all(is_float(value, inner, qualname, {key}) for value in returned):
+        return "float"
+    same = _same_as_parameter(function, returned, inner)
+    return None if same is None else f"same:{same}"
+
+
+def _same_as_parameter(function: cst.FunctionDef, returned: List[cst.BaseExpression], index: ScopeIndex) -> Optional[int]:
+    """The position of the parameter every returned value keeps the dtype of, if there is one."""
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    origins = {_origin(value, params, index, set()) for value in returned}
+    if len(origins) != 1:
+        return None
+    return origins.pop()
+
+
+def _origin(expr: cst.BaseExpression, params: List[str], index: ScopeIndex, seen: Set[str]) -> Optional[int]:
+    """The parameter ``expr`` is, or is made from by methods that keep the dtype (``.clone()``,
+    ``.detach()``, ``.data``, ...; names bound only to such, changed in place only by ``+= -= *= /=``)."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return _origin(expr.value, params, index, seen)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in dtypes.SAME_DTYPE \
+            and expr.func.attr.value not in ("sum", "max", "min", "amax", "amin"):  # `.sum()` of bools is int64
+        return _origin(expr.func.value, params, index, seen)
+    if not isinstance(expr, cst.Name) or expr.value in seen:
+        return None
+    name = expr.value
+    if name in params:
+        rebound = any(index.stores.get(id(node)) is not None and not isinstance(index.stores.get(id(node)), cst.AugAssign)
+                      for node, _ in index.occurrences(name))
+        return None if rebound else params.index(name)
+    origins: Set[Optional[int]] = set()
+    for node, nested in index.occurrences(name):
+        bound_by = index.stores.get(id(node))
+        if bound_by is None:
+            if isinstance(index.parent.get(id(node)), BINDERS):
+                return None
+            continue
+        if isinstance(bound_by, cst.AugAssign) and isinstance(
+                bound_by.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)):
+            continue  # in place on a tensor: its dtype stays (or the operation raises)
+        if nested or not (isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1
+                          and bound_by.targets[0].target is node):
+            return None
+        origins.add(_origin(bound_by.value, params, index, seen | {name}))
+    return origins.pop() if len(origins) == 1 else None
+
+
+def _positional(call: cst.Call, position: int) -> Optional[cst.BaseExpression]:
+    args = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in args[: position + 1]) or len(args) <= position:
+        return None
+    return args[position].value
 
 
 def _local_function(func: cst.BaseExpression, module: Optional[cst.Module]) -> Optional[cst.FunctionDef]:
@@ -127,12 +218,14 @@ def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[s
     keep a float tensor float), and there is at least one plain assignment; or the name is
     backpropagated and bound by one statement (``backward`` needs a floating tensor)."""
     if name in seen:
-        return False
+        # `loss = reduce(loss)`: the name read in its own binding holds what the others bound, a
+        # float when they all are (assumed while they are checked: a proof by induction)
+        return _ASSUMED + name in seen
     if _backpropagated(name, index) and _one_binding(name, index):
         return True
     if name in index.params:
         return False
-    seen = seen | {name}
+    seen = seen | {name, _ASSUMED + name}
     assigned = False
     for node, nested in index.occurrences(name):
         if nested:
@@ -145,15 +238,29 @@ def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[s
         if isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1 and bound_by.targets[0].target is node:
             if not is_float(bound_by.value, index, qualname, seen):
                 return False
-            assigned = True
-        elif _unpacked_float(node, bound_by, index, qualname, seen):
-            assigned = True  # `err, acc = fast_adapt(...)`
+            assigned = assigned or not _mentions(bound_by.value, name)  # one binding that needs no assumption
+        elif _unpacked_float(node, bound_by, index, qualname, seen):  # `err, acc = fast_adapt(...)`
+            assigned = assigned or not _mentions(bound_by.value, name)  # type: ignore[attr-defined]
         elif isinstance(bound_by, cst.AugAssign):
             if not isinstance(bound_by.operator, (cst.DivideAssign, cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):
                 return False
         else:
             return False
     return assigned
+
+
+#: in ``seen``, a name assumed a float while its own bindings are checked
+_ASSUMED = "assume "
+
+
+def _mentions(expr: cst.CSTNode, name: str) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            return True
+        stack.extend(code_children(node))
+    return False
 
 
 def _unpacked_float(node: cst.Name, bound_by: cst.CSTNode, index: ScopeIndex, qualname: QualName,
