@@ -71,7 +71,7 @@ def returns_float(call: cst.Call, element: Optional[int], index: ScopeIndex, qua
     qual = qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
     if element is not None and qual in dtypes.FLOAT_SEQUENCE_RESULT:
         return True
-    function = _local_function(func, index.context.module)
+    function = _local_function(func, index.context)
     if function is None:
         return element is None and _imported_float(call, qual, index, qualname, seen)
     key = f"def {function.name.value}"
@@ -179,14 +179,12 @@ def _positional(call: cst.Call, position: int) -> Optional[cst.BaseExpression]:
     return args[position].value
 
 
-def _local_function(func: cst.BaseExpression, module: Optional[cst.Module]) -> Optional[cst.FunctionDef]:
+def _local_function(func: cst.BaseExpression, context: FileContext) -> Optional[cst.FunctionDef]:
     """The module-level ``def`` a bare name calls, when the module defines it once (not async)."""
-    if not isinstance(func, cst.Name) or module is None:
+    if not isinstance(func, cst.Name):
         return None
-    found = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == func.value]
-    if len(found) != 1 or not isinstance(found[0], cst.FunctionDef) or found[0].asynchronous:
-        return None
-    return found[0]
+    found = context.definition(func.value)
+    return found if isinstance(found, cst.FunctionDef) and not found.asynchronous else None
 
 
 def _returned_values(function: cst.FunctionDef) -> List[cst.BaseExpression]:

@@ -31,6 +31,7 @@ class FileContext:
     is_imported: Callable[[str], bool] = lambda name: False  # an import binds this local name
     wanted: Set[str] = field(default_factory=set)
     functions: Dict[int, "ScopeIndex"] = field(default_factory=dict)  # indexes of the functions followed
+    definitions: Dict[str, Optional[cst.CSTNode]] = field(default_factory=dict)
 
     def index_of(self, function: cst.FunctionDef) -> "ScopeIndex":
         """The scope index of one of the file's functions, built once."""
@@ -38,6 +39,31 @@ class FileContext:
         if index is None:
             index = self.functions[id(function)] = ScopeIndex(function, self)
         return index
+
+    def definition(self, name: str) -> Optional[cst.CSTNode]:
+        """The one module-level ``def`` or ``class`` that binds ``name``, when nothing else in the
+        module binds it (no second definition, assignment, import, loop or ``with`` target, no
+        ``global`` of it in a function); else None: a call of ``name`` may run something else."""
+        if name not in self.definitions:
+            self.definitions[name] = self._definition(name)
+        return self.definitions[name]
+
+    def _definition(self, name: str) -> Optional[cst.CSTNode]:
+        if self.module is None:
+            return None
+        found = [s for s in self.module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name]
+        if len(found) != 1:
+            return None
+        index = self.index_of(self.module)  # type: ignore[arg-type]
+        for node, nested in index.occurrences(name):
+            parent = index.parent.get(id(node))
+            if nested:
+                if isinstance(parent, cst.NameItem):
+                    return None  # `global name` in a function
+                continue
+            if index.stores.get(id(node)) is not None or (isinstance(parent, BINDERS) and parent is not found[0]):
+                return None
+        return found[0]
 
 
 class ScopeIndex:
@@ -116,3 +142,4 @@ def _bound_names(target: cst.CSTNode) -> Iterator[cst.Name]:
             yield from _bound_names(element.value)
     elif isinstance(target, cst.StarredElement):
         yield from _bound_names(target.value)
+

@@ -33,7 +33,7 @@ from syncfree_lint.fixes import host_read_proof as proof
 from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.analysis.number_kind import is_float
 from syncfree_lint.fixes.scalar_tensor import host_number
-from syncfree_lint.analysis.scope_index import ScopeIndex
+from syncfree_lint.analysis.scope_index import FileContext, ScopeIndex
 from syncfree_lint.knowledge.meters import KNOWN_METERS, MeterShape
 
 Read = Tuple[cst.CSTNode, str]  # (the node read, "format" | "converted" | "float" | "exact")
@@ -113,7 +113,7 @@ def _shape(name: str, index: ScopeIndex, qualname: proof.QualName,
         return f"`{name}` is not bound once in the scope, to `Meter(...)`", None
     cls = constructors[0].func
     dotted = qualname(cls) if isinstance(cls, (cst.Name, cst.Attribute)) else None
-    local = _local_class(cls, site.context.module)
+    local = _local_class(cls, site.context)
     if local is not None:
         shape = shape_of(local)
         return (shape, None) if isinstance(shape, str) else shape
@@ -124,12 +124,12 @@ def _shape(name: str, index: ScopeIndex, qualname: proof.QualName,
             "in this file, nor a meter of the project or of `knowledge/meters.py`)", dotted if dotted and "." in dotted else None)
 
 
-def _local_class(cls: cst.BaseExpression, module: Optional[cst.Module]) -> Optional[cst.ClassDef]:
+def _local_class(cls: cst.BaseExpression, context: FileContext) -> Optional[cst.ClassDef]:
     """The module-level class ``cls`` names, when the module binds the name only to it."""
-    if not isinstance(cls, cst.Name) or module is None:
+    if not isinstance(cls, cst.Name):
         return None
-    found = [s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == cls.value]
-    return found[0] if len(found) == 1 else None
+    found = context.definition(cls.value)
+    return found if isinstance(found, cst.ClassDef) else None
 
 
 def _arguments(call: cst.Call, shape: MeterShape, index: ScopeIndex) -> Optional[str]:

@@ -341,6 +341,13 @@ def raw(out):
     return out
 
 
+def shadowed(out):
+    return out.float()
+
+
+shadowed = raw
+
+
 def reduce_tensor(tensor, n):
     rt = tensor.clone()
     torch.distributed.all_reduce(rt)
@@ -363,6 +370,7 @@ def step(out, y, criterion):
     n, m = raw(out), raw(out)
     s = reduce_tensor(criterion(out, y).data, 2)
     t = reduce_tensor(out.argmax(1), 2)
+    w = shadowed(out)
 """
 
 
@@ -373,6 +381,7 @@ def step(out, y, criterion):
     ("n", False),  # a tuple built here, not a call's result
     ("s", True),   # reduce_tensor keeps its argument's dtype: a loss's `.data`
     ("t", False),  # ... and here its argument is an index tensor
+    ("w", False),  # the module binds `shadowed` again: the call may run something else
 ])
 def test_float_through_functions_of_the_file(name, expected):
     from syncfree_lint.analysis.number_kind import is_float

@@ -266,3 +266,11 @@ def test_result_dtype_of_a_function_of_another_file(tmp_path, value, fixed):
             assert found.fix is not None, (alone, found.fix_declined)
         else:
             assert found.fix is None and "not proven to be a float" in found.fix_declined
+
+
+def test_meter_class_rebound_in_the_module_is_not_followed():
+    """`AverageMeter = dict`-like rebinding after the class: a call may run something else."""
+    header = HEADER.replace("\n\nimport torch\n", "\n\nAverageMeter = type('AverageMeter', (), {})\nimport torch\n")
+    line = header.count("\n")
+    [found] = [d for d in lint_text("train.py", header, Config(select=("SFL101",))) if d.line == line]
+    assert found.fix is None and "not known to only add the value" in found.fix_declined
