@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from syncfree_lint.analysis.nodes import code_children
+from syncfree_lint.analysis.nodes import code_children, mentions_name
 from syncfree_lint.knowledge.meters import MeterShape
 
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
@@ -95,7 +95,7 @@ def _update_fields(update: cst.FunctionDef, params: List[cst.Param]):
         names = {value} | ({weight} if weight else set())
         if not _arithmetic(small.value, names | {"self"}, {value}, fields):
             return "it uses the value in more than `+ - * /`"
-        if _mentions(small.value, value) or _reads_fields(small.value, fields) or \
+        if mentions_name(small.value, value) or _reads_fields(small.value, fields) or \
                 (isinstance(small, cst.AugAssign) and field in fields):
             fields.add(field)
         elif field in fields:
@@ -120,7 +120,7 @@ def _arithmetic(expr: cst.BaseExpression, names: Set[str], value: Set[str], fiel
     if isinstance(expr, cst.UnaryOperation):
         return isinstance(expr.operator, cst.Minus) and _arithmetic(expr.expression, names, value, fields)
     if isinstance(expr, cst.IfExp):
-        if any(_mentions(expr.test, v) for v in value) or _reads_fields(expr.test, fields):
+        if any(mentions_name(expr.test, v) for v in value) or _reads_fields(expr.test, fields):
             return False
         if not _plain_test(expr.test, names):
             return False
@@ -184,10 +184,6 @@ def _assigned(node: cst.CSTNode) -> List[Tuple[cst.CSTNode, Optional[cst.BaseExp
 
 def _reads_fields(expr: cst.CSTNode, fields: Set[str]) -> bool:
     return any(isinstance(n, cst.Attribute) and _self_attribute(n) in fields for n in _walk(expr))
-
-
-def _mentions(expr: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Name) and n.value == name for n in _walk(expr))
 
 
 def _walk(node: cst.CSTNode) -> List[cst.CSTNode]:

@@ -65,3 +65,14 @@ def sequence_elements(expr: cst.BaseExpression) -> Optional[List[cst.BaseExpress
     if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
         return [expr.elt]
     return None
+
+
+def mentions_name(node: cst.CSTNode, name: str) -> bool:
+    """Whether the code of ``node`` reads or binds the variable ``name`` (``x.name`` aside)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is cst.Name and current.value == name:
+            return True
+        stack.extend(code_children(current))
+    return False

@@ -14,7 +14,7 @@ from typing import Callable, List, Optional, Set
 
 import libcst as cst
 
-from syncfree_lint.analysis.nodes import code_children
+from syncfree_lint.analysis.nodes import code_children, mentions_name
 from syncfree_lint.analysis.scope_index import BINDERS, FileContext, ScopeIndex
 from syncfree_lint.knowledge import dtypes
 
@@ -236,9 +236,9 @@ def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[s
         if isinstance(bound_by, cst.Assign) and len(bound_by.targets) == 1 and bound_by.targets[0].target is node:
             if not is_float(bound_by.value, index, qualname, seen):
                 return False
-            assigned = assigned or not _mentions(bound_by.value, name)  # one binding that needs no assumption
+            assigned = assigned or not mentions_name(bound_by.value, name)  # one binding that needs no assumption
         elif _unpacked_float(node, bound_by, index, qualname, seen):  # `err, acc = fast_adapt(...)`
-            assigned = assigned or not _mentions(bound_by.value, name)  # type: ignore[attr-defined]
+            assigned = assigned or not mentions_name(bound_by.value, name)  # type: ignore[attr-defined]
         elif isinstance(bound_by, cst.AugAssign):
             if not isinstance(bound_by.operator, (cst.DivideAssign, cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):
                 return False
@@ -249,16 +249,6 @@ def _name_is_float(name: str, index: ScopeIndex, qualname: QualName, seen: Set[s
 
 #: in ``seen``, a name assumed a float while its own bindings are checked
 _ASSUMED = "assume "
-
-
-def _mentions(expr: cst.CSTNode, name: str) -> bool:
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value == name:
-            return True
-        stack.extend(code_children(node))
-    return False
 
 
 def _unpacked_float(node: cst.Name, bound_by: cst.CSTNode, index: ScopeIndex, qualname: QualName,
