@@ -7,9 +7,12 @@ is only ``self.f = <expr>`` / ``self.f += <expr>`` statements, each ``<expr>`` b
 ``self``; the tests of those ``if``s read no attribute that holds the value. Attributes computed
 from the value are its *fields* (a ``@property`` returning such arithmetic is one too). Every other
 method reads no field, hands ``self`` to no other code and sets fields only to number literals
-(``reset``). On a float64 tensor those operations give the doubles Python's floats give: ``+ - *
-/`` are correctly rounded both ways; a division by a count the update just increased divides by
-zero only where the original raised ``ZeroDivisionError``.
+(``reset``). On a float64 tensor ``+ - *`` give the doubles Python's floats give. A division does
+only when the divisor is a value too: CUDA divides a tensor by a host number (a count) as a
+multiplication by its reciprocal, which can change the last bit, so fields computed that way are
+*divided* (a power-of-two literal divisor is exact) and the fix may not let anything read them. A
+division by a count the update just increased divides by zero only where the original raised
+``ZeroDivisionError``.
 """
 from __future__ import annotations
 
@@ -50,15 +53,18 @@ def shape_of(cls: cst.ClassDef, method: str = "update") -> Union[MeterShape, str
     params = _plain_params(update)
     if params is None or len(params) not in (2, 3):
         return f"`{cls.name.value}.{method}` does not take `(self, value)` or `(self, value, n)`"
-    fields = _update_fields(update, params)
-    if isinstance(fields, str):
-        return f"`{cls.name.value}.{method}`: {fields}"
+    found = _update_fields(update, params)
+    if isinstance(found, str):
+        return f"`{cls.name.value}.{method}`: {found}"
+    fields, divided = found
     for name, prop in properties.items():
         expr = _returned(prop)
         if expr is None or not _arithmetic(expr, {"self"}, set(), fields):
             return f"the property `{name}` is not arithmetic of the meter's attributes"
         if _reads_fields(expr, fields):
             fields = fields | {name}
+            if _divides(expr, set(), fields) or _reads_fields(expr, divided):
+                divided = divided | {name}
     int_start = False
     for name, function in methods.items():
         if name == method:
@@ -69,14 +75,17 @@ def shape_of(cls: cst.ClassDef, method: str = "update") -> Union[MeterShape, str
         int_start = int_start or problem
     weight = (1, params[2].name.value) if len(params) == 3 else None
     return MeterShape(method, (0, params[1].name.value), weight, tuple(sorted(fields)), int_start,
-                      tuple(sorted(name for name in methods if name not in (method, "__init__"))))
+                      tuple(sorted(name for name in methods if name not in (method, "__init__"))),
+                      tuple(sorted(divided)))
 
 
 def _update_fields(update: cst.FunctionDef, params: List[cst.Param]):
-    """The attributes ``update`` computes from its value, or why its body is more than that."""
+    """(the attributes ``update`` computes from its value, those of them divided by a host number),
+    or why its body is more than that."""
     value = params[1].name.value
     weight = params[2].name.value if len(params) == 3 else None
     fields: Set[str] = set()
+    divided: Set[str] = set()
     for statement in update.body.body:
         if _is_docstring(statement):
             continue
@@ -97,12 +106,42 @@ def _update_fields(update: cst.FunctionDef, params: List[cst.Param]):
             return "it uses the value in more than `+ - * /`"
         if mentions_name(small.value, value) or _reads_fields(small.value, fields) or \
                 (isinstance(small, cst.AugAssign) and field in fields):
+            keeps = isinstance(small, cst.AugAssign) and field in divided
             fields.add(field)
+            divided.discard(field)
+            if keeps or _divides(small.value, {value}, fields) or _reads_fields(small.value, divided):
+                divided.add(field)
         elif field in fields:
             fields.discard(field)  # `self.f = 0` after a value: the field holds a number again
+            divided.discard(field)
     if not fields:
         return "no attribute keeps the value"
-    return fields
+    return fields, divided
+
+
+def _divides(expr: cst.CSTNode, value: Set[str], fields: Set[str]) -> bool:
+    """``expr`` divides by something that holds no value (a count, a literal that is not a power of
+    two): on a device tensor that is a multiplication by a rounded reciprocal."""
+    for node in _walk(expr):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+            divisor = node.right
+            if any(mentions_name(divisor, v) for v in value) or _reads_fields(divisor, fields):
+                continue
+            if isinstance(divisor, (cst.Integer, cst.Float)) and _power_of_two(divisor.evaluated_value):
+                continue
+            return True
+    return False
+
+
+def _power_of_two(number: object) -> bool:
+    if not isinstance(number, (int, float)) or number <= 0:
+        return False
+    mantissa = float(number)
+    while mantissa >= 2.0:
+        mantissa /= 2.0
+    while mantissa < 1.0:
+        mantissa *= 2.0
+    return mantissa == 1.0
 
 
 def _arithmetic(expr: cst.BaseExpression, names: Set[str], value: Set[str], fields: Set[str]) -> bool:

@@ -12,7 +12,11 @@ proves, or declines with the reason:
    device without float64 (the float64 check of ``fixes/host_read_proof.py``);
 4. the meter is only updated, reset and read through its attributes (never handed whole to other
    code, except as a keyword of a literal ``str.format`` whose fields read attributes);
-5. every read of an attribute that holds the value runs less often than the step.
+5. every read of an attribute that holds the value runs less often than the step, and none reads
+   a field the meter divides by a count (``avg = sum / count``): CUDA divides a tensor by a host
+   number as a multiplication by its reciprocal, and the double can differ in the last bit (a GPU
+   run of ``fixtures/fix_programs/sfl101_meter_local.py`` returned ``0.7295691942175229`` for
+   ``0.729569194217523``; the stand-in now divides the CUDA way, so CPU CI sees it too).
 A read that formats (an f-string field or ``str.format`` without ``!r``/``!s``) stays as it is: a
 0-d tensor formats as its Python number does (``Tensor.__format__``). Other reads become
 ``float(meter.avg)`` where a Python float and ``float(tensor)`` act alike (with fields that start
@@ -172,6 +176,8 @@ def _uses(name: str, index: ScopeIndex, shape: MeterShape, qualname: proof.QualN
                 elif attr not in shape.methods:
                     return f"`{name}.{attr}()` is not a method the meter is known to run without reading the value"
                 continue
+            if attr in shape.divided:
+                return _divided(name, attr)
             if attr in shape.fields:
                 kind = _read_kind(parent, index, shape, qualname)
                 if kind is None:
@@ -179,6 +185,8 @@ def _uses(name: str, index: ScopeIndex, shape: MeterShape, qualname: proof.QualN
                 reads.append((parent, kind))
             continue
         formatted = _format_keyword(node, index, shape)
+        if isinstance(formatted, str):
+            return _divided(name, formatted)
         if formatted is True:
             reads.append((node, "format"))
             continue
@@ -186,6 +194,11 @@ def _uses(name: str, index: ScopeIndex, shape: MeterShape, qualname: proof.QualN
             continue
         return f"the meter is handed to other code (`{code(grand if grand is not None else node)}`)"
     return reads, updates
+
+
+def _divided(name: str, attr: str) -> str:
+    return (f"`{name}.{attr}` is divided by a count in the meter: CUDA divides a tensor by a host number as a "
+            f"multiplication by its reciprocal, which can change the last bit of the float it shows")
 
 
 def _is_target(attribute: cst.Attribute, index: ScopeIndex) -> bool:
@@ -236,10 +249,11 @@ def _format_fields(literal: cst.BaseExpression) -> Optional[List[Tuple[str, Opti
         return None
 
 
-def _format_keyword(node: cst.Name, index: ScopeIndex, shape: MeterShape) -> Optional[bool]:
+def _format_keyword(node: cst.Name, index: ScopeIndex, shape: MeterShape) -> Union[bool, str, None]:
     """The meter passed as ``kw=meter`` to a literal ``str.format``: True when a field reads a value
-    attribute (``{kw.avg:.3f}``), False when fields read only others; None when not that, or a field
-    reads it another way (whole, an item, a conversion)."""
+    attribute (``{kw.avg:.3f}``), False when fields read only others, the attribute when one reads
+    a divided field; None when not that, or a field reads it another way (whole, an item, a
+    conversion)."""
     arg = index.parent.get(id(node))
     if not (isinstance(arg, cst.Arg) and arg.value is node and arg.keyword is not None and not arg.star):
         return None
@@ -256,5 +270,7 @@ def _format_keyword(node: cst.Name, index: ScopeIndex, shape: MeterShape) -> Opt
             continue
         if conversion is not None or "[" in field or not rest or "." in rest:
             return None
+        if rest in shape.divided:
+            return rest
         reads_value = reads_value or rest in shape.fields
     return reads_value

@@ -30,12 +30,16 @@ class MeterShape:
     int_start: bool
     #: other methods an instance may run: they read none of ``fields`` (sorted)
     methods: Tuple[str, ...]
+    #: fields computed by dividing by a host number (``avg = sum / count``): CUDA multiplies by the
+    #: rounded reciprocal instead, so on the device they may differ from Python's in the last bit
+    #: (sorted)
+    divided: Tuple[str, ...] = ()
 
 
 #: timm's ``AverageMeter``: ``reset`` sets ``val``, ``avg``, ``sum``, ``count`` to ``0``;
 #: ``update(val, n=1)`` sets ``val``, adds ``val * n`` to ``sum``, ``n`` to ``count`` and sets
 #: ``avg = sum / count if count else 0``
-_TIMM_AVERAGE_METER = MeterShape("update", (0, "val"), (1, "n"), ("avg", "sum", "val"), True, ("reset",))
+_TIMM_AVERAGE_METER = MeterShape("update", (0, "val"), (1, "n"), ("avg", "sum", "val"), True, ("reset",), ("avg",))
 
 #: library meters by the dotted names a file imports them by
 KNOWN_METERS: Dict[str, MeterShape] = {

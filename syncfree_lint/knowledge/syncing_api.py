@@ -35,6 +35,20 @@ SCALER_ONLY_METHODS: Dict[str, str] = {
     "get_scale": "reads the loss scale back from the device (`.item()` inside)",
 }
 
+#: calls that compare or test device tensors and return a Python bool: the host reads the result back.
+#: Reported when an argument (or the receiver of the method form) is a device tensor.
+READING_FUNCTIONS: Dict[str, str] = {
+    "torch.equal": "compares on the device and reads the answer back as a Python bool",
+    "torch.allclose": "compares on the device and reads the answer back as a Python bool",
+    "torch.is_nonzero": "reads the one element back to test it",
+    "torch.testing.assert_close": "compares on the device and reads the mismatches back",
+}
+READING_METHODS: Dict[str, str] = {
+    "equal": "compares on the device and reads the answer back as a Python bool",
+    "allclose": "compares on the device and reads the answer back as a Python bool",
+    "is_nonzero": "reads the one element back to test it",
+}
+
 #: library functions whose output size depends on the data (``rules/shapes/nonzero.py``): on
 #: device inputs the host reads the count back to size the result. torchvision's CUDA NMS copies
 #: its overlap mask to the host and picks the kept boxes there.

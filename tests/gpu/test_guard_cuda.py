@@ -116,3 +116,18 @@ def test_after_a_guard_torch_errors_stay_what_they_are(x):
             (x * 2).sum().item()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_stand_in_divides_as_cuda_does(dtype):
+    """The CPU stand-in's division of a device tensor by a host number gives CUDA's bits
+    (guard/standin_numerics.py), so the fix programs' CPU harness sees what a GPU prints."""
+    import torch
+    from syncfree import guard
+
+    values = [0.1 * k + 0.0137 * k * k for k in range(1, 400)]
+    kind = getattr(torch, dtype)
+    on_gpu = (torch.tensor(values, dtype=kind, device="cuda") / 7).cpu()
+    with guard.stand_in() as device:
+        on_stand_in = torch.tensor(values, dtype=kind, device=device) / 7
+    assert on_gpu.tolist() == on_stand_in.tolist()

@@ -90,9 +90,12 @@ NUMBER_READS = ["print({n})", "print(f'{{{n}:.6f}}')", "print(f'{{{n}}}')", "pri
 LIST_READS = ["print({n})", "print(sum({n}))", "print({n}[-1])", "print(f'{{{n}[0]=}}')", "print(len({n}))",
               "print(max({n}), sorted({n}))", "for v in {n}:\n        print(v)"]
 VALUE_READS = ["print(step, {n})", "print(f'{{{n}:.5f}}')", "print(f'{{{n}=}}')"]
+# reads of `avg` (divided by the count: the fix declines) and of `sum` (added to: the fix may apply)
 METER_READS = ["print({n}.avg)", "print(f'{{{n}.avg:.6f}}')", "print(f'{{{n}.avg}}')", "print({n}.avg / 7)",
                "print(repr({n}.avg))", "print(f'{{{n}.avg=}}')", "print({n}.sum > 1, {n}.count)",
-               "print('{{m.avg:.4f}} of {{m.count}}'.format(m={n}))", "print([{n}.avg])"]
+               "print('{{m.avg:.4f}} of {{m.count}}'.format(m={n}))", "print([{n}.avg])",
+               "print({n}.sum)", "print(f'{{{n}.sum:.6f}}')", "print(f'{{{n}.sum}}')", "print({n}.sum / 7)",
+               "print(repr({n}.sum))", "print('{{m.sum:.4f}} of {{m.count}}'.format(m={n}))", "print([{n}.sum])"]
 METER_UPDATES = ["{n}.update(loss.item(), x.size(0))", "{n}.update(loss.item())", "{n}.update(loss.item() * 3, 2)",
                  "{n}.update((out.argmax(1) == y).sum().item(), len(y))"]
 
@@ -184,7 +187,7 @@ def test_the_programs_get_fixes():
 def test_the_meter_programs_get_fixes(meter):
     """A meter draw is rewritten too (the random draws also hold meters never updated)."""
     text = HEADER.format(inits=f"    meter = {meter}()", body="        meter.update(loss.item(), x.size(0))",
-                         guarded="", after="    print(meter.avg, [meter.avg])").replace("STEPS", str(STEPS))
+                         guarded="", after="    print(meter.sum, [meter.sum])").replace("STEPS", str(STEPS))
     result = fix_text("program.py", text, lint, lambda d: d.fix is not None and d.fix.applies(True))
     assert "meter.update(loss.detach().double(), x.size(0))" in result.fixed
     before, syncs_before = run(text, "original.py")

@@ -512,10 +512,17 @@ def _syncing(source: str):
     ("dist.broadcast_object_list(objs)", True), ("dist.all_reduce(t)", False), ("dist.get_rank()", False),
     ("scaler.get_scale()", True), ("scaler.state_dict()", True), ("scaler.update()", False),
     ("other.get_scale()", True), ("other.state_dict()", False), ("np_scaler.get_scale()", False),
+    ("torch.equal(model(x), y)", True), ("torch.allclose(model(x), y)", True), ("model(x).equal(y)", True),
+    ("torch.is_nonzero(model(x).sum())", True), ("torch.testing.assert_close(model(x), y)", True),
+    ("torch.equal(torch.ones(2), torch.zeros(2))", False), ("torch.ones(2).allclose(torch.zeros(2))", False),
+    ("np.allclose(stats, objs)", False), ("torch.equal(t, t)", False),
 ])
 def test_syncing_api_table(call: str, expected: bool) -> None:
-    from syncfree_lint.knowledge.syncing_api import SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS
+    from syncfree_lint.knowledge.syncing_api import (
+        READING_FUNCTIONS, READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS,
+    )
     assert "torch.distributed.barrier" in SYNCING_FUNCTIONS and "get_scale" in SCALER_ONLY_METHODS
+    assert "torch.equal" in READING_FUNCTIONS and "allclose" in READING_METHODS
     assert set(SYNCING_METHODS["torch.amp.GradScaler"]) == {"get_scale", "state_dict"}
     source = f"""
         import numpy as np

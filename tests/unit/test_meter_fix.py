@@ -86,6 +86,22 @@ class Meter(object):
     shape = shape_of(_class(text))
     assert not isinstance(shape, str)
     assert shape.fields == ("mean", "total") and not shape.int_start and shape.weight == (1, "n")
+    assert shape.divided == ("mean",)
+
+
+@pytest.mark.parametrize("update,divided", [
+    ("self.avg = self.sum / self.count", ("avg",)),
+    ("self.avg = self.sum / 2", ()),            # a power of two: the reciprocal is exact
+    ("self.avg = self.sum / 0.25", ()),
+    ("self.avg = self.sum / 3", ("avg",)),
+    ("self.avg = self.sum / self.val", ()),     # a tensor by a tensor: divided on the device as Python does
+    ("self.avg = (self.sum / self.count) * 2", ("avg",)),
+])
+def test_fields_divided_by_a_host_number(update, divided):
+    text = TIMM_SHAPED.replace("self.avg = self.sum / self.count if self.count else 0", update)
+    shape = shape_of(_class(text))
+    assert not isinstance(shape, str), shape
+    assert shape.divided == divided
 
 
 HEADER = TIMM_SHAPED + """
@@ -110,11 +126,11 @@ def train(loader, keep):
 LINE = HEADER.count("\n")
 
 OFFERED = {
-    "f-string at a log interval": ("        if i % 50 == 0:\n            print(f'{losses.val:.4f} ({losses.avg:.4f})')\n",
+    "f-string at a log interval": ("        if i % 50 == 0:\n            print(f'{losses.val:.4f} ({losses.sum:.4f})')\n",
                                    []),
-    "str.format keyword": ("    print('{m.avg:.3f} of {m.count}'.format(m=losses))\n", []),
-    "returned": ("    return losses.avg\n", ["torch.as_tensor(losses.avg).item()"]),
-    "divided after the loop": ("    print(losses.avg / 2)\n", ["float(losses.avg)"]),
+    "str.format keyword": ("    print('{m.sum:.3f} of {m.count}'.format(m=losses))\n", []),
+    "returned": ("    return losses.sum\n", ["torch.as_tensor(losses.sum).item()"]),
+    "divided after the loop": ("    print(losses.sum / 2)\n", ["float(losses.sum)"]),
     "reset at the epoch end": ("    losses.reset()\n", []),
 }
 
@@ -126,9 +142,11 @@ def test_weighted_value():
     assert found.fix is None and "`k` not proven a Python number" in found.fix_declined
 
 DECLINED = {
-    "read every step": ("        print(f'{losses.avg:.4f}')\n", "a read stays at step frequency"),
+    "read every step": ("        print(f'{losses.val:.4f}')\n", "a read stays at step frequency"),
+    "the average, divided by a count": ("    print(f'{losses.avg:.4f}')\n", "`losses.avg` is divided by a count"),
+    "the average through str.format": ("    print('{m.avg:.3f}'.format(m=losses))\n", "`losses.avg` is divided by a count"),
     "handed to another function": ("    keep(losses)\n", "handed to other code (`keep(losses)`)"),
-    "self-documenting f-string": ("    print(f'{losses.avg=}')\n", "is read where a tensor would act differently"),
+    "self-documenting f-string": ("    print(f'{losses.sum=}')\n", "is read where a tensor would act differently"),
     "a field assigned": ("    losses.avg = 0\n", "`losses.avg` is assigned"),
     "an unknown method": ("    losses.synchronize()\n", "`losses.synchronize()` is not a method"),
 }
@@ -166,7 +184,7 @@ def test_declined_when_the_count_is_a_tensor():
 
 
 def test_several_updates_read_back_with_float_only_where_zero_and_float_agree():
-    tail = "        losses.update(loss.item(), 1)\n    return losses.avg\n"
+    tail = "        losses.update(loss.item(), 1)\n    return losses.sum\n"
     found = finding(tail)
     assert found.fix is None and "the meter has other updates" in found.fix_declined
 
@@ -174,10 +192,13 @@ def test_several_updates_read_back_with_float_only_where_zero_and_float_agree():
 def test_library_meter_from_knowledge():
     header = HEADER.replace(TIMM_SHAPED, "from timm.utils import AverageMeter\n")
     line = header.count("\n")
-    [found] = [d for d in lint_text("train.py", header + "    return losses.avg\n", Config(select=("SFL101",)))
+    [found] = [d for d in lint_text("train.py", header + "    return losses.sum\n", Config(select=("SFL101",)))
                if d.line == line]
     assert found.fix is not None, found.fix_declined
-    assert [e.content for e in found.fix.edits] == ["detach().double", "torch.as_tensor(losses.avg).item()"]
+    assert [e.content for e in found.fix.edits] == ["detach().double", "torch.as_tensor(losses.sum).item()"]
+    [found] = [d for d in lint_text("train.py", header + "    return losses.avg\n", Config(select=("SFL101",)))
+               if d.line == line]
+    assert found.fix is None and "`losses.avg` is divided by a count" in found.fix_declined
 
 
 def test_unknown_imported_meter_declined():
@@ -210,7 +231,7 @@ def train(model, loader, criterion, optimizer):
         loss.backward()
         optimizer.step()
         losses.update(loss.item(), x.size(0))
-    return losses.avg
+    return losses.sum
 """
 
 
@@ -227,7 +248,7 @@ def test_meter_class_of_another_file(tmp_path, meter, fixed):
         [found] = [d for d in result.diagnostics if d.line == 14]
         if fixed:
             assert found.fix is not None, (alone, found.fix_declined)
-            assert [e.content for e in found.fix.edits] == ["detach().double", "torch.as_tensor(losses.avg).item()"]
+            assert [e.content for e in found.fix.edits] == ["detach().double", "torch.as_tensor(losses.sum).item()"]
         else:
             assert found.fix is None and "not known to only add the value" in found.fix_declined
 

@@ -18,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .active import ACTIVE
 from .standin_checks import SYNC_CHECKS, aten
+from .standin_numerics import cuda_division
 from .tags import STAND_IN, TAGS, is_host_device, is_stand_in_device
 
 _MethodWrapper = types.MethodWrapperType
@@ -234,7 +235,9 @@ class StandInDispatchMode(TorchDispatchMode):
             found = check(func, args, kwargs, tagged)
             if found is not None:
                 _record(found[0], f"aten.{func.__name__}", found[1])
-        out = func(*args, **kwargs)
+        out = cuda_division(func, args, kwargs) if tagged else None
+        if out is None:
+            out = func(*args, **kwargs)
         self.usage.ops += 1
         if packet is _COPY_:
             if tagged:

@@ -5,7 +5,9 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.knowledge.syncing_api import SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS
+from syncfree_lint.knowledge.syncing_api import (
+    READING_FUNCTIONS, READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS,
+)
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
 
@@ -15,7 +17,7 @@ class SyncingCall(Rule[cst.Call]):
     messages = {
         "default": "`{call}` in a step waits for the GPU: it {why}; call it at log intervals or once per epoch",
     }
-    evidence = ("barrier", "_object", "get_scale", "GradScaler")
+    evidence = ("barrier", "_object", "get_scale", "GradScaler", "equal", "allclose", "is_nonzero", "assert_close")
     node_types = (cst.Call,)
     invalid = (
         """
@@ -64,13 +66,16 @@ Flags library calls that wait for the device inside, though nothing at the call 
 `torch.distributed.barrier()`, the object collectives (`all_gather_object`,
 `broadcast_object_list`, ...), and a `GradScaler`'s `get_scale()` and `state_dict()` (the
 receiver built as `GradScaler()`, or any receiver not known to be something else for
-`get_scale`, a method only loss scalers have). The calls are listed in
+`get_scale`, a method only loss scalers have); and the comparisons that answer with a Python
+bool (`torch.equal`, `torch.allclose`, `torch.is_nonzero`, `torch.testing.assert_close` and the
+`.equal()` / `.allclose()` / `.is_nonzero()` methods) when a device tensor is compared. The calls are listed in
 `knowledge/syncing_api.py`.
 
 ## Why it syncs
 `barrier()` blocks the host until every rank reaches it; under NCCL it also waits for the work
 queued on the device. The object collectives pickle their objects through host memory, reading
-back any tensor they hold. `GradScaler.get_scale()` returns a Python float: it calls `.item()` on
+back any tensor they hold. `torch.equal(a, b)` compares on the device, then copies the one-bool
+answer to the host. `GradScaler.get_scale()` returns a Python float: it calls `.item()` on
 the scale tensor; `state_dict()` does the same for the scale and the growth tracker.
 
 ## Example
@@ -101,8 +106,16 @@ No automatic fix.
         if qual in SYNCING_FUNCTIONS:
             ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=SYNCING_FUNCTIONS[qual])
             return
+        if qual in READING_FUNCTIONS:
+            if any(ctx.kind(arg.value) in tensors.DEVICE_TENSORS for arg in node.args):
+                ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=READING_FUNCTIONS[qual])
+            return
         method = method_call(node)
         if not method:
+            return
+        if method in READING_METHODS:
+            if ctx.kind(receiver(node)) in tensors.DEVICE_TENSORS:
+                ctx.report(self, node, call=f".{method}()", why=READING_METHODS[method])
             return
         cls = ctx.instance_class(receiver(node))
         if cls is not None and not cls.local:
