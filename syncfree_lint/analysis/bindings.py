@@ -122,8 +122,9 @@ class BindingsMixin:
                 for element, element_kind in zip(target.elements, elements):
                     self._bind_target(element.value, element_kind)
                 return
+            # the parts of a batch are where the batch is (`x, y, idx = next(host_batches)`)
             element_kind = tensors.TENSOR if kind == tensors.TENSORS else \
-                kind if kind in tensors.DEVICE_TENSORS or kind == tensors.NUMPY else None
+                kind if kind in tensors.DEVICE_TENSORS or kind in (tensors.NUMPY, tensors.HOST_BATCH) else None
             for element in target.elements:
                 self._bind_target(element.value, element_kind)
         elif isinstance(target, cst.StarredElement):

@@ -198,9 +198,27 @@ class CallsMixin:
             return self._imported_function(expr)
         if isinstance(expr, cst.Call) and expr.args and self.wraps_callable(expr):
             return self.function_value(expr.args[0].value)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):  # `hook = make_hook(server)`
+            return self._returned_function(NameRef(expr.func.value, prefix))
         if isinstance(expr, cst.IfExp):  # `make_pinned if args.pin else make` (the other: ``alternative_refs``)
             return self.function_value(expr.body) or self.function_value(expr.orelse)
         return None
+
+    def _returned_function(self, factory: NameRef) -> Optional[CallRef]:
+        """The function a factory of this file returns: ``def make_hook(...): def hook(...): ...;
+        return hook`` (the factory walked before the call; every ``return`` of its own body names
+        the same function defined in it)."""
+        found = self.resolve_local(factory)
+        frame = self.functions.get(found[0]) if len(found) == 1 else None
+        node = frame.node if frame is not None else None
+        if not isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):
+            return None
+        nested = {statement.name.value for statement in node.body.body if isinstance(statement, cst.FunctionDef)}
+        returned = {small.value.value for statement in node.body.body if isinstance(statement, cst.SimpleStatementLine)
+                    for small in statement.body if isinstance(small, cst.Return) and isinstance(small.value, cst.Name)}
+        if len(returned) != 1 or not returned <= nested:
+            return None
+        return NameRef(returned.pop(), found[0])
 
     def alternative_refs(self, func: cst.BaseExpression) -> List[CallRef]:
         """The other function a called name may stand for (``build = f if c else g``: ``g``)."""

@@ -16,7 +16,9 @@ from typing import Container, Dict, Generic, Optional, Set, Tuple, TypeVar
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.knowledge.callables import MODULE_METHODS_RETURNING_SELF
+from syncfree_lint.knowledge.callables import METHODS_RETURNING_SELF_BY_CONVENTION, MODULE_METHODS_RETURNING_SELF
+
+_RETURNING_SELF = MODULE_METHODS_RETURNING_SELF | METHODS_RETURNING_SELF_BY_CONVENTION
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,10 @@ def class_named(expr: cst.BaseExpression, classes: Container[str], imports: Impo
 
 
 def unwrap_returning_self(value: cst.BaseExpression) -> cst.BaseExpression:
-    """``Net(cfg).to(device).eval()`` -> ``Net(cfg)``: module methods that return the module."""
+    """``Net(cfg).to(device).eval()`` -> ``Net(cfg)``: module methods that return the module (and
+    ``Scaler().fit(x)`` -> ``Scaler()``, by the estimator convention)."""
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-            and value.func.attr.value in MODULE_METHODS_RETURNING_SELF:
+            and value.func.attr.value in _RETURNING_SELF:
         value = value.func.value
     return value
 

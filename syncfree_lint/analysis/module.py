@@ -33,7 +33,7 @@ from syncfree_lint.analysis.model import Checker, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, mark_step, is_flag_exit, is_step_marker, iterated,
-    iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names,
+    iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names, catches_exhaustion,
 )
 from syncfree_lint.diagnostic import Fix
 from syncfree_lint.edits import FixPlan
@@ -393,7 +393,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
                 self.statement = node
                 if handler.type is not None:
                     self._visit(handler.type)
-                rare = leaves_by_error(handler.body)  # `except ...: log(...); raise`: runs once
+                # `except ...: log(...); raise` runs once; `except StopIteration:` once per pass over the data
+                rare = leaves_by_error(handler.body) or catches_exhaustion(handler)
                 self.guard_depth += rare
                 self._suite(handler.body)
                 self.guard_depth -= rare
@@ -466,7 +467,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._envs.pop()
         self._kinds.clear()
 
-    # ------------------------------------------------------------------ settling
 
 
 _SPECIAL: Dict[Type[cst.CSTNode], Any] = {

@@ -8,7 +8,7 @@ inside functions stay *conditional* until ``reachable`` has seen the whole call 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -355,6 +355,14 @@ def ends_the_run(node: cst.If) -> bool:
     """``if bad: log(...); raise ...`` / ``sys.exit(1)``: a branch that always leaves by an error
     or a process exit runs at most once per run, however often its test is evaluated."""
     return leaves_by_error(node.body)
+
+
+def catches_exhaustion(handler: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> bool:
+    """``except StopIteration:`` around ``next(batches)``: the handler runs when the data runs out,
+    once per pass over it (an epoch), not per step."""
+    caught = handler.type
+    names = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+    return any(isinstance(name, cst.Name) and name.value == "StopIteration" for name in names)
 
 
 def leaves_by_error(body: cst.BaseSuite) -> bool:

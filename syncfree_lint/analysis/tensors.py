@@ -153,6 +153,9 @@ class TensorInference:
         return None
 
     def _Subscript(self, node: cst.Subscript) -> Optional[str]:
+        if isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index):
+            return NUMBER  # `x.shape[1]`: a Python int (a tensor only while tracing for export)
         base = self.kind(node.value)
         elements = tuple_elements(base)
         if elements is not None:  # f(x)[0] of a function returning (tensor, int)
@@ -279,6 +282,10 @@ class TensorInference:
             first = positional(node, 0)
             if first is not None and self.kind(first) in DEVICE_TENSORS:
                 return TENSOR
+            # `sum(p.pow(2).sum() for p in params)`, `sum(losses.values())`: device tensors added up
+            if qual == "sum" and first is not None and (self.kind(first) == TENSORS or (
+                    isinstance(first, (cst.GeneratorExp, cst.ListComp)) and self.kind(first.elt) in DEVICE_TENSORS)):
+                return TENSOR
         if qual in api.NUMBER_CALLS or qual.startswith("math."):
             if qual == "float" or qual == "int":
                 return NUMBER
@@ -298,6 +305,9 @@ class TensorInference:
             return HOST_LOADER
         if qual.startswith(api.ACCELERATOR_CLASSES):
             return ACCELERATOR
+        if qual in api.MODEL_FACTORIES or (qual.startswith(api.MODEL_LIBRARY_PREFIXES) and not qual.endswith("_Weights")
+                                           and qual.rsplit(".", 1)[-1] not in api.MODEL_LIBRARY_NON_MODULES):
+            return MODULE
         if not qual.startswith("torch."):
             return None
         if qual in api.TORCH_NUMBER:
@@ -343,6 +353,9 @@ class TensorInference:
             branch = positional(node, 1)
             if branch is not None and self.kind(branch) == MASK:
                 return MASK
+        first = positional(node, 0)
+        if first is not None and self.kind(first) == NUMBER:
+            return None  # `torch.clamp(n, max=k)` of a Python number raises: it runs where `n` is a tensor after all
         return self._from_args(node, TENSOR)
 
     def _from_args(self, node: cst.Call, default: str) -> str:

@@ -20,6 +20,9 @@ MODULE_METHODS_RETURNING_SELF = frozenset({
     "to", "cuda", "cpu", "xpu", "train", "eval", "half", "float", "double", "bfloat16", "type",
     "requires_grad_", "share_memory", "to_empty", "apply",
 })
+#: methods that return their object by convention, not by torch: an estimator's ``fit`` (scikit-learn
+#: and the scalers written after it, ``scaler = Scaler().fit(x)``)
+METHODS_RETURNING_SELF_BY_CONVENTION = frozenset({"fit"})
 
 #: how the methods of a callback protocol are named across frameworks and home-grown trainers
 #: (``on_batch_end``, fastai's ``after_batch``, mmengine's ``before_train_iter``): a call of one on an

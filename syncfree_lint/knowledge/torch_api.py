@@ -89,6 +89,12 @@ OTHER_CALLS = frozenset({
     "open", "print", "isinstance", "type", "bool", "enumerate", "zip", "map", "filter",
     "getattr", "vars", "dir", "super", "object", "iter", "bytes",
 })
+#: libraries whose model constructors and factories return an ``nn.Module`` (``VisionTransformer(...)``,
+#: ``resnet50(weights=...)``, ``timm.create_model(...)``); names that return something else are listed
+MODEL_LIBRARY_PREFIXES = ("torchvision.models.",)
+MODEL_FACTORIES = frozenset({"timm.create_model", "timm.models.create_model"})
+MODEL_LIBRARY_NON_MODULES = frozenset({"get_weight", "get_model_weights", "list_models", "get_model_builder"})
+
 MODULE_WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
     "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script",
@@ -117,5 +123,12 @@ ACCELERATOR_DEVICE_STRINGS = frozenset({"cuda", "mps", "xla", "xpu", "npu", "hpu
 TORCH_NUMBER_ARGUMENT_FACTORIES = frozenset({
     "torch.arange", "torch.linspace", "torch.logspace", "torch.zeros", "torch.ones", "torch.empty",
     "torch.rand", "torch.randn", "torch.eye",
+})
+#: tensor methods whose arguments after the tensor are ints (a count, a length, sizes): a 0-d device
+#: tensor there is read back to convert it (``scores.topk(k)`` with ``k = mask.sum()``); the
+#: ``torch.<name>(t, ...)`` forms too, their first argument being the tensor
+TENSOR_INT_ARGUMENT_METHODS = frozenset({
+    "topk", "kthvalue", "narrow", "view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty",
+    "chunk", "unflatten", "tile",
 })
 

@@ -652,3 +652,193 @@ def test_event_handlers_fired_every_iteration(decorator: str, expected: bool) ->
     from syncfree_lint.analysis.definitions import _per_iteration_handler
     node = cst.parse_module(f"{decorator}\ndef handler(engine):\n    pass\n").body[0]
     assert _per_iteration_handler(node) is expected
+
+
+# --------------------------------------------------------------------------- stop 32: classes from fresh style programs
+def _codes(source: str, files=None):
+    import textwrap
+
+    from syncfree_lint import engine
+    return sorted((d.line, d.code) for d in engine.lint_text("t.py", textwrap.dedent(source), Config()))
+
+
+def test_a_fitted_scaler_is_an_instance_of_its_class() -> None:
+    """`scaler = Scaler().fit(x)`: an estimator's `fit` returns it (knowledge.callables)."""
+    from syncfree_lint.knowledge.callables import METHODS_RETURNING_SELF_BY_CONVENTION
+
+    assert "fit" in METHODS_RETURNING_SELF_BY_CONVENTION
+    source = """
+        import torch
+        class Scaler:
+            def fit(self, data):
+                self.mean = data.mean(0)
+                return self
+            def inverse(self, x, ids):
+                rows = ids.cpu()
+                return x * 2
+        def evaluate(model, loader, scaler, device):
+            with torch.no_grad():
+                for x, ids in loader:
+                    x, ids = x.to(device), ids.to(device)
+                    scaler.inverse(model(x), ids)
+        def main(model, loader, data, device):
+            scaler = Scaler().fit(data)
+            evaluate(model, loader, scaler, device)
+    """
+    assert (8, "SFL102") in _codes(source)
+
+
+def test_a_factory_returning_a_closure_hands_over_that_function() -> None:
+    source = """
+        import torch
+        def make_hook(every):
+            def hook(loss):
+                print(loss.item())
+            return hook
+        def local_train(model, opt, loader, device, on_step=None):
+            for x, y in loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                opt.step()
+                on_step(loss.detach())
+        def main(model, opt, loader, device):
+            hook = make_hook(10)
+            local_train(model, opt, loader, device, on_step=hook)
+    """
+    assert (5, "SFL101") in _codes(source)
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("prox = sum((p - a).pow(2).sum() for p, a in zip(model.parameters(), anchor))", True),
+    ("prox = sum(p.pow(2).sum() for p in model.parameters())", True),
+    ("prox = sum(v.item() for v in model(x))", False),
+    ("prox = sum([1.0, 2.0])", False),
+])
+def test_builtin_sum_of_device_tensors_is_a_tensor(line: str, expected: bool) -> None:
+    source = f"""
+        import torch
+        def train(model, loader, opt, device):
+            anchor = [p.detach().clone() for p in model.parameters()]
+            for x, y in loader:
+                x = x.to(device)
+                {line}
+                model(x).sum().backward()
+                opt.step()
+                if prox > 1:
+                    pass
+    """
+    assert ((10, "SFL106") in _codes(source)) is expected
+
+
+@pytest.mark.parametrize("call,expected", [
+    ("losses.topk(k)", True), ("torch.topk(losses, k)", True), ("losses.narrow(0, 0, k)", True),
+    ("losses.view(k, -1)", True), ("losses.repeat(k)", True),
+    ("losses.topk(3)", False), ("losses.view(x.shape[0], -1)", False), ("self_expand(losses)", False),
+    ("model.expand(losses)", False),
+])
+def test_tensor_sizes_of_tensor_methods(call: str, expected: bool) -> None:
+    from syncfree_lint.knowledge.torch_api import TENSOR_INT_ARGUMENT_METHODS
+
+    assert {"topk", "narrow", "view", "reshape"} <= TENSOR_INT_ARGUMENT_METHODS
+    source = f"""
+        import torch
+        def train(model, loader, opt, device, self_expand):
+            for x, y in loader:
+                x = x.to(device)
+                losses = model(x)
+                k = (losses > losses.mean()).sum()
+                out = {call}
+                out.sum().backward()
+                opt.step()
+    """
+    assert ((8, "SFL112") in _codes(source)) is expected
+
+
+def test_parts_of_a_host_batch_drawn_with_next_stay_on_the_host() -> None:
+    """`x, y, idx = next(batches)` of a DataLoader built here: `idx` is never moved."""
+    source = """
+        import torch
+        from torch.utils.data import DataLoader
+        def main(train_set, device, model, opt):
+            batches = iter(DataLoader(train_set, batch_size=4))
+            for step in range(10):
+                x, y, idx = next(batches)
+                x, y = x.to(device), y.to(device)
+                model(x).sum().backward()
+                opt.step()
+                ids = idx.numpy()
+                seen = y.cpu()
+    """
+    assert _codes(source) == [(12, "SFL102")]
+
+
+def test_a_torch_function_of_a_python_number_is_not_a_tensor() -> None:
+    """`torch.clamp(n, ...)` of an int raises: that binding runs only where `n` is a tensor."""
+    source = """
+        import torch
+        def train(model, loader, opt, device, pre_nms_topk):
+            for x, y in loader:
+                logits = model(x.to(device))
+                hw = logits.shape[1]
+                if isinstance(hw, torch.Tensor):
+                    k = torch.clamp(hw, max=pre_nms_topk)
+                else:
+                    k = min(hw, pre_nms_topk)
+                logits.topk(k, dim=1).values.sum().backward()
+                opt.step()
+    """
+    assert not [code for _, code in _codes(source) if code == "SFL112"]
+    counted = source.replace("hw = logits.shape[1]", "hw = (logits > 0).sum()")
+    assert [code for _, code in _codes(counted) if code == "SFL112"] == ["SFL112"]
+
+
+@pytest.mark.parametrize("built,expected", [
+    ("torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=1, num_heads=1, hidden_dim=8, "
+     "mlp_dim=8)", True),
+    ("torchvision.models.resnet18(weights=None)", True), ("timm.create_model('resnet18')", True),
+    ("torchvision.models.get_weight('ResNet18_Weights.DEFAULT')", False),
+])
+def test_models_of_model_libraries_are_modules(built: str, expected: bool) -> None:
+    from syncfree_lint.knowledge.torch_api import MODEL_FACTORIES, MODEL_LIBRARY_PREFIXES
+
+    assert "timm.create_model" in MODEL_FACTORIES and "torchvision.models." in MODEL_LIBRARY_PREFIXES
+    source = f"""
+        import timm
+        import torch
+        import torchvision
+        def evaluate(scorer, loader, device):
+            with torch.no_grad():
+                for x, y in loader:
+                    out = scorer(x.to(device))
+                    keep = out.amax(1) > 0.5
+                    hits = out[keep]
+        def main(loader, device):
+            built = {built}
+            evaluate(built, loader, device)
+    """
+    assert ((10, "SFL202") in _codes(source)) is expected
+
+
+def test_the_stop_iteration_handler_runs_once_per_pass() -> None:
+    source = """
+        import torch
+        def validate(model, loader):
+            total = sum(model(x).sum() for x, y in loader)
+            return total.item()
+        def train(model, opt, train_loader, val_loader, device, steps):
+            batches = iter(train_loader)
+            step = 0
+            while step < steps:
+                try:
+                    x, y = next(batches)
+                except StopIteration:
+                    print(validate(model, val_loader))
+                    batches = iter(train_loader)
+                    continue
+                model(x.to(device)).sum().backward()
+                opt.step()
+                step += 1
+    """
+    assert not _codes(source)
+    assert (5, "SFL101") in _codes(source.replace("                    print(validate(model, val_loader))\n", "")
+                                   .replace("                step += 1\n", "                step += 1\n                validate(model, val_loader)\n"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
-from syncfree_lint.knowledge.torch_api import TORCH_NUMBER_ARGUMENT_FACTORIES
+from syncfree_lint.knowledge.torch_api import TENSOR_INT_ARGUMENT_METHODS, TORCH_NUMBER_ARGUMENT_FACTORIES
 from syncfree_lint.rules.base import Rule
 
 
@@ -18,6 +18,8 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                  "count, or vectorise",
         "factory": "`{function}()` of a tensor bound or size converts it to a Python number: the host waits for the "
                    "GPU; pass a host number (a length you already know), or build to the padded size and mask",
+        "size": "`{function}()` with a tensor as its count or size converts it to a Python int: the host waits for "
+                "the GPU; pass a host int (from shapes you already know), or keep the size fixed and mask",
     }
     node_types = (cst.Slice, cst.Call)
     invalid = (
@@ -50,6 +52,15 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                 out.mean().backward()
                 optimizer.step()
         """,
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                losses = model(x, y)
+                k = (losses > losses.mean()).sum()
+                losses.topk(k).values.mean().backward()
+                optimizer.step()
+        """,
     )
     valid = (
         """
@@ -78,12 +89,22 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                 out.mean().backward()
                 optimizer.step()
         """,
+        """
+        def train(model, loader, optimizer, keep):
+            for x, y in loader:
+                losses = model(x, y)
+                k = max(1, int(keep * losses.numel()))
+                losses.topk(k).values.mean().backward()
+                optimizer.step()
+        """,
     )
     doc = """
 ## What it does
 Flags a tensor used where Python needs an `int`, inside a step: a slice bound
-(`x[:, :lengths.max()]`, `seq[: batch["len"][i]]`), an argument of `range()`, and a bound or size
-of a torch factory (`torch.arange(0, lengths.max(), device=d)`, `torch.zeros(n)` with a tensor `n`). An index that is
+(`x[:, :lengths.max()]`, `seq[: batch["len"][i]]`), an argument of `range()`, a bound or size
+of a torch factory (`torch.arange(0, lengths.max(), device=d)`, `torch.zeros(n)` with a tensor `n`), and
+the count or size of a tensor method (`scores.topk(k)` with `k = mask.sum()`, `x.narrow(0, 0, n)`,
+`x.view(n, -1)`, `x.repeat(n, 1)`; `knowledge/torch_api.TENSOR_INT_ARGUMENT_METHODS`). An index that is
 itself a tensor (`x[idx]`, advanced indexing) is not flagged: it stays on the device.
 
 ## Why it syncs
@@ -119,3 +140,12 @@ No automatic fix.
         elif isinstance(node, cst.Call) and (ctx.qualname(node.func) or "") in TORCH_NUMBER_ARGUMENT_FACTORIES:
             if any(not arg.keyword and not arg.star and ctx.is_tensor(arg.value) for arg in node.args):
                 ctx.report(self, node, "factory", function=(ctx.qualname(node.func) or "").rsplit(".", 1)[-1])
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in TENSOR_INT_ARGUMENT_METHODS:
+            qual = ctx.qualname(node.func) or ""
+            function = qual.startswith("torch.")  # `torch.topk(t, k)`: the sizes follow `t`
+            if not function and not ctx.is_tensor(node.func.value):
+                return  # `self.expand(x)`: a submodule named like the method
+            arguments = node.args[1:] if function else node.args
+            if any(not arg.star and ctx.is_tensor(arg.value) for arg in arguments):
+                ctx.report(self, node, "size", function=node.func.attr.value)
