@@ -28,7 +28,9 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called
-from syncfree_lint.analysis.instances import ClassRef, class_of_kind, constructed_class, object_kind
+from syncfree_lint.analysis.instances import (
+    ClassRef, class_of_elements, class_of_kind, constructed_class, object_kind, objects_kind,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.module import ModuleAnalysis
@@ -87,7 +89,7 @@ class ArgumentsMixin:
             value = arg.value
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
             if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
-                kind = self._object_kind(value) or kind
+                kind = self._object_kind(value) or self._objects_kind(value) or kind
             if arg.keyword is not None:
                 keywords.append((arg.keyword.value, kind))
             elif not keywords:
@@ -108,6 +110,16 @@ class ArgumentsMixin:
         if cls.local:
             return object_kind(f"{self.module_name}.{cls.name}" if self.module_name else cls.name)
         return object_kind(cls.name)
+
+    def _objects_kind(self, value: cst.BaseExpression) -> Optional[str]:
+        """``train(..., hooks=[monitor])`` / ``[JsonlLogger(fh)]``: a list of instances of one class."""
+        if not isinstance(value, (cst.List, cst.Tuple)) or not value.elements \
+                or any(isinstance(element, cst.StarredElement) for element in value.elements):
+            return None
+        kinds = {self._object_kind(element.value, constructed=True) for element in value.elements}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        cls = class_of_kind(kind)
+        return objects_kind(cls.name) if cls is not None else None
 
     def parameter_seeds(self) -> Seeds:
         """Kinds for parameters that every call of this file agrees on (see the module doc)."""
@@ -151,8 +163,8 @@ _MISSING = "-"
 
 def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
     known = {k for k in kinds if k is not None}
-    if len(known) == 1 and class_of_kind(next(iter(known))) is not None:
-        return next(iter(known))  # every call that says passes the same class
+    if len(known) == 1 and (class_of_kind(next(iter(known))) or class_of_elements(next(iter(known)))) is not None:
+        return next(iter(known))  # every call that says passes the same class (or a list of its instances)
     if known and known <= tensors.DEVICE_TENSORS:
         return known.pop() if len(known) == 1 else tensors.TENSOR
     if known == {tensors.TENSORS}:
@@ -243,7 +255,7 @@ def _decisive(name: str, kind: str) -> bool:
     ``nn.CrossEntropyLoss()``; ``model(x)`` gives one anyway)."""
     if kind == tensors.MODULE:
         return not tensors.looks_like_module(name)
-    return kind in _DECISIVE or class_of_kind(kind) is not None
+    return kind in _DECISIVE or class_of_kind(kind) is not None or class_of_elements(kind) is not None
 
 
 def analyse(walk: Callable[[Seeds], "ModuleAnalysis"]) -> "ModuleAnalysis":

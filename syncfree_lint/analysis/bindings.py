@@ -19,6 +19,7 @@ from syncfree_lint.analysis.instances import (
     InstanceTable,
     ScopedNames,
     annotated_class,
+    class_of_elements,
     class_of_kind,
     constructed_class,
     unwrap_returning_self,
@@ -195,6 +196,8 @@ class BindingsMixin:
     def _elementwise(self, value: cst.BaseExpression, count: int) -> Optional[List[Optional[str]]]:
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count:
             return [self.kind(el.value) for el in value.elements]
+        if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+            return [tensors.NUMBER] * count  # `b, n, _ = x.shape`: Python ints
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in ("prepare", "setup") and len(value.args) == count:
                 # a prepared loader yields batches already on the device
@@ -269,7 +272,13 @@ class BindingsMixin:
                           item_kind: str = tensors.BATCH) -> None:
         """Kinds of a loop's names: ``enumerate`` and ``range`` give host ints, a mapping's keys
         are host values (``for k, v in batch.items()``), a loader gives batches (``item_kind``:
-        host tensors when the loop moves them to a device itself)."""
+        host tensors when the loop moves them to a device itself); a list of instances of one
+        class (``for hook in hooks:``) gives instances of it."""
+        items = class_of_elements(self.kind(iterable))
+        if items is not None and isinstance(target, cst.Name):
+            self._bind_target(target, None)
+            self.instances.bind(".".join(self._prefix), target.value, items)
+            return
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             called = iterable.func.value
             if called == "enumerate" and iterable.args and isinstance(target, cst.Tuple) and len(target.elements) == 2:

@@ -46,6 +46,22 @@ def class_of_kind(kind: Optional[str]) -> Optional[ClassRef]:
     return ClassRef(False, kind[len(OBJECT_KIND_PREFIX):])
 
 
+#: a list or tuple of instances of one class (``hooks=[CollapseMonitor(...)]``): a loop over it
+#: binds each item to an instance of that class
+OBJECTS_KIND_PREFIX = "objects:"
+
+
+def objects_kind(dotted_class: str) -> str:
+    return OBJECTS_KIND_PREFIX + dotted_class
+
+
+def class_of_elements(kind: Optional[str]) -> Optional[ClassRef]:
+    """The class of the items of a sequence kind (``objects_kind``), or None."""
+    if kind is None or not kind.startswith(OBJECTS_KIND_PREFIX):
+        return None
+    return ClassRef(False, kind[len(OBJECTS_KIND_PREFIX):])
+
+
 def class_named(expr: cst.BaseExpression, classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:
     """The class ``expr`` names (``Meter``, ``utils.Meter``), when it looks like one."""
     if not isinstance(expr, (cst.Name, cst.Attribute)):

@@ -842,3 +842,46 @@ def test_the_stop_iteration_handler_runs_once_per_pass() -> None:
     assert not _codes(source)
     assert (5, "SFL101") in _codes(source.replace("                    print(validate(model, val_loader))\n", "")
                                    .replace("                step += 1\n", "                step += 1\n                validate(model, val_loader)\n"))
+
+
+def test_a_masked_store_of_a_shape_number_does_not_sync() -> None:
+    """`b, n, _ = xyz.shape; idx[mask] = n` is a `masked_fill_`: no sync; a tensor value syncs."""
+    source = """
+        import torch
+        def train(model, loader, opt, device):
+            for xyz, y in loader:
+                xyz = xyz.to(device)
+                b, n, _ = xyz.shape
+                idx = torch.arange(n, device=device).expand(b, n).clone()
+                idx[xyz[..., 0] > 0.5] = n
+                model(xyz, idx).sum().backward()
+                opt.step()
+    """
+    assert not _codes(source)
+    assert (8, "SFL202") in _codes(source.replace("] = n\n", "] = idx[:, :1].expand(b, n)[xyz[..., 0] > 0.5]\n"))
+
+
+@pytest.mark.parametrize("passed,expected", [("[monitor]", True), ("[Monitor(3.0)]", True), ("(monitor,)", True),
+                                             ("[monitor, print]", False), ("[]", False)])
+def test_a_list_of_instances_passed_and_looped_over(passed: str, expected: bool) -> None:
+    """`train(..., hooks=[monitor])`; `for hook in hooks: hook(step, grad_norm)` runs `Monitor.__call__`."""
+    source = f"""
+        import torch
+        class Monitor:
+            def __init__(self, factor):
+                self.factor = factor
+            def __call__(self, step, grad_norm):
+                if grad_norm > self.factor:
+                    print("spike at", step)
+        def train(model, opt, loader, device, hooks):
+            for step, (x, y) in enumerate(loader):
+                model(x.to(device)).sum().backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                for hook in hooks:
+                    hook(step, grad_norm)
+        def main(model, opt, loader, device):
+            monitor = Monitor(3.0)
+            train(model, opt, loader, device, hooks={passed})
+    """
+    assert ((7, "SFL106") in _codes(source)) is expected
