@@ -14,7 +14,7 @@ from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable
 from syncfree_lint.analysis.metric_sites import MetricSite
 from syncfree_lint.analysis.model import Keyed
-from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
+from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, is_flag_guard
 from syncfree_lint.knowledge.meters import MeterShape
 
 
@@ -39,6 +39,9 @@ class AnswersMixin:
     class_frame: Optional[ClassFrame]
     _prefix: List[str]
     external: ExternalKinds
+    logging_words: Tuple[str, ...]
+    opt_in_words: Tuple[str, ...]
+    _tests_off_option: Callable[[cst.BaseExpression], bool]
 
     # objects
     def imported_dtype(self, qualname: str) -> Optional[str]:
@@ -111,6 +114,9 @@ class AnswersMixin:
 
     def is_cpu_device(self, expr: cst.BaseExpression) -> bool:
         return tensors.is_cpu_device(expr, self.imports)
+
+    def is_off_switch(self, expr: cst.BaseExpression) -> bool:
+        return is_flag_guard(expr, self.logging_words, self.opt_in_words) or self._tests_off_option(expr)
 
     # where the walk is
     def current_statement(self) -> Optional[cst.CSTNode]:

@@ -104,6 +104,11 @@ class SemanticModel(Protocol):
         """True for ``"cpu"``, ``"cpu:0"`` and ``torch.device("cpu")`` (through the imports)."""
         ...
 
+    def is_off_switch(self, expr: cst.BaseExpression) -> bool:
+        """A test that is false unless the user turns something on: a debug, logging or opt-in
+        flag (``DEBUG``, ``args.verbose``), an option off by default (``if args.dump:``)."""
+        ...
+
     # ------------------------------------------------------------------ imports
     def is_imported(self, name: str) -> bool:
         """Whether an import statement seen so far binds the local ``name``."""

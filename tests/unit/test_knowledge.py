@@ -885,3 +885,20 @@ def test_a_list_of_instances_passed_and_looped_over(passed: str, expected: bool)
             train(model, opt, loader, device, hooks={passed})
     """
     assert ((7, "SFL106") in _codes(source)) is expected
+
+
+@pytest.mark.parametrize("test,expected", [("DEBUG and torch.isnan(loss)", False), ("args.verbose and loss > 3", False),
+                                           ("torch.isnan(loss) and DEBUG", True), ("ready and loss > 3", True)])
+def test_the_right_side_of_a_switch_runs_only_when_it_is_on(test: str, expected: bool) -> None:
+    source = f"""
+        import torch
+        DEBUG = False
+        def train(model, loader, opt, device, args, ready):
+            for x, y in loader:
+                loss = model(x.to(device)).sum()
+                if {test}:
+                    print("odd loss")
+                loss.backward()
+                opt.step()
+    """
+    assert ((7, "SFL106") in _codes(source)) is expected

@@ -116,17 +116,19 @@ No automatic fix: the branch structure has to change.
         if isinstance(node, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)):
             test = node.test
             where = _WHERE[type(node)]
-            for site in truthy_sites(test):
+            for site in truthy_sites(test, ctx):
                 self._flag(site, where, ctx, seen)
             for sub in _bool_parts(test):
                 seen.add(id(sub))
         elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             if id(node) not in seen:
-                for site in truthy_sites(node):
+                for site in truthy_sites(node, ctx):
                     self._flag(site, "`not`", ctx, seen)
                 for sub in _bool_parts(node):
                     seen.add(id(sub))
         elif isinstance(node, cst.BooleanOperation) and id(node) not in seen:
+            if isinstance(node.operator, cst.And) and ctx.is_off_switch(node.left):
+                return  # `DEBUG and torch.isnan(x).any()`: the right side runs only when switched on
             self._flag(node.left, f"`{'and' if isinstance(node.operator, cst.And) else 'or'}`", ctx, seen)
             for sub in _bool_parts(node):
                 seen.add(id(sub))
@@ -149,13 +151,15 @@ No automatic fix: the branch structure has to change.
         ctx.report(self, site, "nan_check" if _mentions(site, _NAN_CHECKS) else "condition", where=where)
 
 
-def truthy_sites(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The sub-expressions Python calls ``bool()`` on when ``expr`` is used as a condition."""
+def truthy_sites(expr: cst.BaseExpression, ctx: SemanticModel) -> Iterator[cst.BaseExpression]:
+    """The sub-expressions Python calls ``bool()`` on when ``expr`` is used as a condition (the
+    right side of ``DEBUG and ...`` only when a switch the user turns on holds: not per step)."""
     if isinstance(expr, cst.BooleanOperation):
-        yield from truthy_sites(expr.left)
-        yield from truthy_sites(expr.right)
+        yield from truthy_sites(expr.left, ctx)
+        if not (isinstance(expr.operator, cst.And) and ctx.is_off_switch(expr.left)):
+            yield from truthy_sites(expr.right, ctx)
     elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        yield from truthy_sites(expr.expression)
+        yield from truthy_sites(expr.expression, ctx)
     else:
         yield expr
 
