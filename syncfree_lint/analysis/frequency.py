@@ -20,6 +20,7 @@ from syncfree_lint.analysis.scope import (
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.options import off_by_default
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,7 +79,30 @@ class FrequencyMixin:
             or is_opt_in_call(test, self.qualname)
             or is_equality_guard(test, self._is_host_number)
             or is_host_branch(test)
+            or self._flushes_window(test)
         )
+
+    def _flushes_window(self, test: cst.BaseExpression) -> bool:
+        """``if len(self.window) < self.every: return`` (or ``>= every:`` around the flush) in a
+        function that empties the buffer (``self.window.clear()``, ``= []``): the buffer fills
+        again over ``every`` calls, so its flush runs once per ``every`` of them."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Call)
+                and isinstance(test.left.func, cst.Name) and test.left.func.value == "len" and len(test.left.args) == 1):
+            return False
+        bound = test.comparisons[0].comparator
+        if isinstance(bound, cst.Integer) and int(bound.value, 0) <= 1:
+            return False  # `len(buffer) > 0`: whenever anything is there
+        buffer = dotted(test.left.args[0].value)
+        if buffer is None or self.function is None:
+            return False
+        for node in walk_code(self.function.node):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "clear" \
+                    and dotted(node.func.value) == buffer and not node.args:
+                return True
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.List) and not node.value.elements \
+                    and any(dotted(target.target) == buffer for target in node.targets):
+                return True
+        return False
 
     def _if_exp(self, node: cst.IfExp) -> None:
         """``[...] if args.save_hybrid else []``: the body runs only when an opt-in option, a

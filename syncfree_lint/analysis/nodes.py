@@ -55,6 +55,15 @@ def code_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield value
 
 
+def walk_code(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node below it that may hold code, depth first."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(code_children(current))
+
+
 def sequence_elements(expr: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
     """The element expressions of a list/tuple literal (none starred) or the element of a list
     comprehension or generator; None for anything else."""

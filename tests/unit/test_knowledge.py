@@ -902,3 +902,31 @@ def test_the_right_side_of_a_switch_runs_only_when_it_is_on(test: str, expected:
                 opt.step()
     """
     assert ((7, "SFL106") in _codes(source)) is expected
+
+
+@pytest.mark.parametrize("guard,cleared,expected", [
+    ("if len(self.window) < self.every:\n                    return", True, False),
+    ("if len(self.window) < self.every:\n                    return", False, True),
+    ("if len(self.window) < 1:\n                    return", True, True),
+])
+def test_a_windowed_flush_runs_once_per_window(guard: str, cleared: bool, expected: bool) -> None:
+    """`if len(window) < every: return` before a flush that empties the window: once per `every` calls."""
+    clear = "self.window.clear()" if cleared else "pass"
+    source = f"""
+        import torch
+        class Printer:
+            def __init__(self, every):
+                self.every, self.window = every, []
+            def on_batch_end(self, loss):
+                self.window.append(loss.detach())
+                {guard}
+                print(f"{{torch.stack(self.window).mean():.4f}}")
+                {clear}
+        def train(model, loader, opt, device, printer: Printer):
+            for x, y in loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                opt.step()
+                printer.on_batch_end(loss)
+    """
+    assert any(code == "SFL107" for _, code in _codes(source)) is expected
