@@ -84,8 +84,8 @@ class FrequencyMixin:
 
     def _flushes_window(self, test: cst.BaseExpression) -> bool:
         """``if len(self.window) < self.every: return`` (or ``>= every:`` around the flush) in a
-        function that empties the buffer (``self.window.clear()``, ``= []``): the buffer fills
-        again over ``every`` calls, so its flush runs once per ``every`` of them."""
+        function that empties the buffer (``self.window.clear()``, ``= []``) and steps no optimizer:
+        the buffer fills again over ``every`` calls, so its flush runs once per ``every`` of them."""
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Call)
                 and isinstance(test.left.func, cst.Name) and test.left.func.value == "len" and len(test.left.args) == 1):
             return False
@@ -93,8 +93,8 @@ class FrequencyMixin:
         if isinstance(bound, cst.Integer) and int(bound.value, 0) <= 1:
             return False  # `len(buffer) > 0`: whenever anything is there
         buffer = dotted(test.left.args[0].value)
-        if buffer is None or self.function is None:
-            return False
+        if buffer is None or self.function is None or contains_step_marker(self.function.node, self.qualname):
+            return False  # `if len(micro_losses) < accum: continue` before `optimizer.step()`: a schedule
         for node in walk_code(self.function.node):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "clear" \
                     and dotted(node.func.value) == buffer and not node.args:

@@ -930,3 +930,22 @@ def test_a_windowed_flush_runs_once_per_window(guard: str, cleared: bool, expect
                 printer.on_batch_end(loss)
     """
     assert any(code == "SFL107" for _, code in _codes(source)) is expected
+
+
+def test_a_length_test_before_an_optimizer_step_is_a_schedule() -> None:
+    """`if len(micro_losses) < accum: continue` then `optimizer.step()`: what follows is the step."""
+    source = """
+        import torch
+        def train(model, loader, opt, device, accum, writer):
+            micro_losses = []
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                micro_losses.append(loss.detach())
+                if len(micro_losses) < accum:
+                    continue
+                opt.step()
+                writer.add_scalar("loss", torch.stack(micro_losses).mean(), step)
+                micro_losses.clear()
+    """
+    assert (12, "SFL109") in _codes(source)
