@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from syncfree_lint.analysis.nodes import code_children, mentions_name
+from syncfree_lint.analysis.nodes import mentions_name, walk_code
 from syncfree_lint.knowledge.meters import MeterShape
 
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
@@ -226,12 +226,7 @@ def _reads_fields(expr: cst.CSTNode, fields: Set[str]) -> bool:
 
 
 def _walk(node: cst.CSTNode) -> List[cst.CSTNode]:
-    out, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        out.append(current)
-        stack.extend(reversed(list(code_children(current))))  # source order
-    return out
+    return list(walk_code(node))
 
 
 def _self_attribute(node: cst.CSTNode) -> Optional[str]:

@@ -56,12 +56,12 @@ def code_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def walk_code(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and every node below it that may hold code, depth first."""
+    """``node`` and every node below it that may hold code, depth first in source order."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(code_children(current))
+        stack.extend(reversed(list(code_children(current))))
 
 
 def sequence_elements(expr: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
