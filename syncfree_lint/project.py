@@ -45,9 +45,12 @@ def summary_of(facts: FileFacts) -> FileFacts:
     facts of ``analysis.run_kinds``."""
     slim = FileFacts(facts.path, facts.module_name, facts.root)
     slim.functions = facts.functions
+    slim.tables = facts.tables
     slim.classes = facts.classes
     slim.edges = facts.edges
-    slim.hook_methods = facts.hook_methods  # a base class here may declare the hooks a requested file overrides
+    slim.methods = facts.methods
+    slim.parameter_calls = facts.parameter_calls  # a function of this file may run one a requested file passes
+    slim.passes = facts.passes  # a base class here may declare the hooks a requested file overrides
     slim.meters = facts.meters  # a meter class here may decide a requested file's fix
     slim.dtypes = facts.dtypes
     # what the requested files may learn about values, and what this file could learn first (``run_kinds``)

@@ -70,6 +70,7 @@ class BindingsMixin:
     uses_accelerator: bool
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
+    _tests_off_option: Callable[[cst.BaseExpression], bool]
     metric_sites: Dict[str, "MetricSite"]
     all_metric_sites: List["MetricSite"]
     kind: Callable[[cst.BaseExpression], Optional[str]]
@@ -178,6 +179,9 @@ class BindingsMixin:
                         self._bind_target(element.value, kind)
                     continue
             self._bind_target(target, self.kind(value))
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.IfExp) \
+                and isinstance(value.orelse, cst.Name) and value.orelse.value == "None" and self._tests_off_option(value.test):
+            self._envs[-1][targets[0].value + OFF_BY_DEFAULT] = tensors.OTHER  # `x = X() if args.opt else None`
 
     def _holds_one(self, value: cst.BaseExpression) -> bool:
         """``1``, or a name that holds 1 here (a parameter defaulting to 1)."""

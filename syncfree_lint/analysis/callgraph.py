@@ -11,8 +11,9 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Sequence, Tuple
 
-from syncfree_lint.analysis.filefacts import FileFacts, Hop
-from syncfree_lint.analysis.hooks import DECLARED_KEY, HOOK_KEY
+from syncfree_lint.analysis.filefacts import FileFacts, Hop, ParameterCall, Pass
+from syncfree_lint.analysis.calls import METHOD_KEY
+from syncfree_lint.analysis.hooks import DECLARED_KEY, HOOK_KEY, is_hook_name
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.diagnostic import Diagnostic
 
@@ -75,8 +76,12 @@ def _entries(facts: FileFacts) -> List[Tuple[str, Tuple[str, str]]]:
         value = (facts.root, function_id)
         out.append((dotted_name, value))
         out.extend((f"{prefix}.{dotted_name}", value) for prefix in prefixes)  # util/ without __init__.py
-    for method, function_id, declared in facts.hook_methods:
-        out.append((HOOK_KEY + method, (facts.root, function_id)))
+    for dotted_name, function_ids in facts.tables.items():  # `SELECTORS[name](x)` may run any of them
+        for function_id in function_ids:
+            out.append((dotted_name, (facts.root, function_id)))
+            out.extend((f"{prefix}.{dotted_name}", (facts.root, function_id)) for prefix in prefixes)
+    for method, function_id, declared in facts.methods:
+        out.append(((HOOK_KEY if is_hook_name(method) else METHOD_KEY) + method, (facts.root, function_id)))
         if declared:
             out.append((DECLARED_KEY + method, (facts.root, function_id)))
     for class_name, bases in facts.classes.items():
@@ -134,7 +139,47 @@ def build_graph(all_facts: Sequence[FileFacts], index: FunctionIndex) -> CallGra
     """The run's call graph, imported calls resolved against ``index``; like the index, kept between
     the rounds of a run and updated for the files that changed (``_GraphMemo``)."""
     with _MEMO_LOCK:
-        return _GRAPH_MEMO.graph_for(all_facts, index)
+        graph = _GRAPH_MEMO.graph_for(all_facts, index)
+    extra = passed_edges(all_facts, index)
+    if not extra:
+        return graph
+    edges = dict(graph.edges)  # the memo's graph stays as it is: these depend on every file
+    for source, edge in extra:
+        edges[source] = edges.get(source, []) + [edge]
+    return CallGraph(edges)
+
+
+def passed_edges(all_facts: Sequence[FileFacts], index: FunctionIndex) -> List[Tuple[str, Tuple[str, bool, Tuple[Hop, ...]]]]:
+    """Edges to the functions one file passes to another file's function, from where that function
+    calls the parameter (``client.local_train(data, on_step=hook)`` with ``on_step(loss)`` in the
+    client's step loop runs ``hook`` per step)."""
+    calls: Dict[str, List[ParameterCall]] = {}
+    for facts in all_facts:
+        for call in facts.parameter_calls:
+            calls.setdefault(call.function, []).append(call)
+    out: List[Tuple[str, Tuple[str, bool, Tuple[Hop, ...]]]] = []
+    if not calls:
+        return out
+    for facts in all_facts:
+        for passed in facts.passes:
+            callees = [callee for callee in lookup(index, passed.callee, passed.importer_root) if callee in calls]
+            if not callees:
+                continue
+            targets = lookup(index, passed.function, passed.importer_root) if passed.imported else [passed.function]
+            for callee in callees:
+                for call in calls[callee]:
+                    if _fills(call, passed):
+                        out.extend((call.source, (target, call.guarded, call.hops)) for target in targets)
+    return out
+
+
+def _fills(call: ParameterCall, passed: Pass) -> bool:
+    """Whether the argument ``passed`` gives is the parameter ``call`` calls."""
+    if isinstance(passed.slot, str):
+        return passed.slot == call.parameter
+    if call.position < 0:
+        return False
+    return passed.slot == call.position + (1 if call.method and not passed.bound else 0)
 
 
 def _edges_of(facts: FileFacts, index: FunctionIndex) -> List[Tuple[str, Tuple[str, bool, Tuple[Hop, ...]]]]:
@@ -213,12 +258,15 @@ def namespace_prefixes(root: str, depth: int = 2) -> List[str]:
 
 
 def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) -> List[str]:
-    """Function ids for an imported dotted name; same import root first. A method the named class
+    """Function ids for an imported dotted name; those of the importer's root, else of the roots
+    nearest to it. A method the named class
     does not define is looked up in its bases, in order (``train.Trainer.log_value`` defined by
     ``base.BaseTrainer`` in another file)."""
     if name.startswith(HOOK_KEY):  # a callback hook on an object of unknown class (``analysis.hooks``)
         declared = {root for root, _ in index.get(DECLARED_KEY + name[len(HOOK_KEY):], ())}
         return [fid for root, fid in index.get(name, ()) if root == importer_root and root in declared]
+    if name.startswith(METHOD_KEY):  # a method by its name on an object of unknown class (``calls.by_method_name``)
+        return _only_method(index, name[len(METHOD_KEY):], importer_root)
     candidates = index.get(name)
     if not candidates:
         owner, dot, method = name.rpartition(".")
@@ -232,4 +280,32 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
                 return found
         return []
     same = [fid for root, fid in candidates if root == importer_root]
-    return same or [fid for _, fid in candidates]
+    if same:
+        return same
+    # none in the importer's own root: the nearest ones (`common/` without an `__init__.py` beside the
+    # script, before a copy of it in another project of the same repository)
+    nearest = max(_shared_depth(root, importer_root) for root, _ in candidates)
+    return [fid for root, fid in candidates if _shared_depth(root, importer_root) == nearest]
+
+
+def _shared_depth(root: str, other: str) -> int:
+    """How many leading folders two roots share."""
+    depth = 0
+    for a, b in zip(root.split(os.sep), other.split(os.sep)):
+        if a != b:
+            break
+        depth += 1
+    return depth
+
+
+def _same_project(root: str, importer_root: str) -> bool:
+    """The importer's root, or a folder inside it or around it (a namespace folder of the project)."""
+    return root == importer_root or root.startswith(importer_root + os.sep) or importer_root.startswith(root + os.sep)
+
+
+def _only_method(index: FunctionIndex, method: str, importer_root: str) -> List[str]:
+    """The methods named ``method`` of the importer's project when exactly one of them has a body
+    (with the do-nothing declarations it overrides); none when several classes define it."""
+    found = [fid for root, fid in index.get(METHOD_KEY + method, ()) if _same_project(root, importer_root)]
+    declared = {fid for root, fid in index.get(DECLARED_KEY + method, ()) if _same_project(root, importer_root)}
+    return found if len([fid for fid in found if fid not in declared]) == 1 else []

@@ -15,13 +15,16 @@ from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames
 from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_names
-from syncfree_lint.knowledge.callables import BUILTIN_BASES, CALLABLE_WRAPPERS
+from syncfree_lint.knowledge.callables import BUILTIN_BASES, CALLABLE_WRAPPERS, HOOK_METHOD_PREFIXES
+from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement
 
 #: modules whose functions never run user code (no edge is recorded for them)
 LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
+#: the index key of a method called by its name alone (a space: never part of a dotted name)
+METHOD_KEY = "method "
 #: wrappers whose first argument is the iterable a loop really runs
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip"})
 
@@ -59,12 +62,50 @@ def callee_name(ref: CallRef) -> str:
     if isinstance(ref, SelfRef):
         return ref.method + "()"
     text = ref.name if isinstance(ref, NameRef) else ref.qualname
-    return text.rsplit(".", 1)[-1] + "()"
+    return text.rsplit(".", 1)[-1].rsplit(" ", 1)[-1] + "()"  # `method record_step` (``by_method_name``) too
 
 
 def method_ref(cls: ClassRef, method: str) -> CallRef:
     """A call of ``method`` on an instance of ``cls``."""
     return SelfRef(cls.name, method) if cls.local else DottedRef(f"{cls.name}.{method}", bound=True)
+
+
+def by_method_name(method: str) -> Optional[DottedRef]:
+    """A call of ``method`` on a receiver whose class the code does not say (``client.local_train()``,
+    ``self.server.record_step()``): the run resolves it to the one project class that defines a
+    method of that name (``callgraph.lookup``). Not for names library objects share
+    (``knowledge.library_methods``), dunders, nor callback hooks (``analysis.hooks``)."""
+    if method.startswith("__") or method in LIBRARY_METHOD_NAMES or method.startswith(HOOK_METHOD_PREFIXES):
+        return None
+    return DottedRef(METHOD_KEY + method, bound=True)
+
+
+def _table_read(expr: cst.BaseExpression) -> Optional[cst.Name]:
+    """The table of ``TABLE[key]`` or ``TABLE.get(key)``."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" \
+            and isinstance(expr.func.value, cst.Name):
+        return expr.func.value
+    return None
+
+
+def _table_members(value: cst.BaseExpression) -> List[str]:
+    """The bare names a dict, list or tuple display holds as values; [] when any value is not a
+    name or a dotted name (a table of functions holds only those)."""
+    if isinstance(value, cst.Dict):
+        values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+        if len(values) != len(value.elements):
+            return []
+    elif isinstance(value, (cst.List, cst.Tuple)):
+        values = [e.value for e in value.elements if isinstance(e, cst.Element)]
+        if len(values) != len(value.elements):
+            return []
+    else:
+        return []
+    if not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
+        return []
+    return [v.value for v in values if isinstance(v, cst.Name)]
 
 
 def _is_super_call(expr: cst.BaseExpression) -> bool:
@@ -94,6 +135,10 @@ class CallsMixin:
     placement: Callable[[], "Placement"]
     statement: Optional[cst.CSTNode]
     _call_args: Sequence[cst.Arg]
+    kind: Callable[[cst.BaseExpression], Optional[str]]
+    module: cst.Module
+    module_name: str
+    _tables: Optional[Dict[str, List[str]]] = None
 
     def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[CallRef]:
         prefix = ".".join(self._prefix)
@@ -111,6 +156,8 @@ class CallsMixin:
             if self.imports.imported(func.value):
                 return DottedRef(qual or func.value)
             return NameRef(func.value, prefix)
+        if isinstance(func, (cst.Subscript, cst.Call)):  # `LOSSES[name](x, y)`, `LOSSES.get(name)(x, y)`
+            return self.function_value(func)
         if isinstance(func, cst.Attribute):
             if isinstance(func.value, cst.Name) and func.value.value == "self" and self.class_frame is not None:
                 attribute_class = self.class_frame.attr_classes.get(f"self.{func.attr.value}")
@@ -130,8 +177,8 @@ class CallsMixin:
                     # `evaluator.update(x)` on a parameter: the class a caller passes is worth learning
                     self.unknown_reads.add((self.function.qualname, func.value.value))
             text = dotted(func)
-            if text is None:
-                return None
+            if text is None:  # `clients[i].local_train()`, `make()().run()`
+                return self._unknown_receiver(func, None)
             owner = text.rsplit(".", 1)[0]
             if self.class_frame is not None and owner in self.class_frame.attr_classes:
                 local, class_name = self.class_frame.attr_classes[owner]
@@ -140,8 +187,17 @@ class CallsMixin:
                 if (qual or "").split(".")[0] in LIBRARY_HEADS:
                     return None
                 return DottedRef(qual or text)
-            return NameRef(text, prefix)  # Class.static_method() of this module
+            return self._unknown_receiver(func, NameRef(text, prefix))
         return None
+
+    def _unknown_receiver(self, func: cst.Attribute, ref: Optional[NameRef]) -> Optional[CallRef]:
+        """``ref`` (``Class.static_method()`` of this module, or a hook on an unknown object), else
+        the method by its name when nothing says what the receiver is."""
+        if ref is not None and (self.resolve_local(ref) or ref.name.split(".")[0] in self.classes):
+            return ref
+        if self.kind(func.value) is not None:
+            return ref
+        return by_method_name(func.attr.value) or ref
 
     def inherited(self, ref: SelfRef) -> Optional[DottedRef]:
         """``self.m()`` where neither the class nor a local base defines ``m``: the method of the
@@ -202,7 +258,31 @@ class CallsMixin:
             return self._returned_function(NameRef(expr.func.value, prefix))
         if isinstance(expr, cst.IfExp):  # `make_pinned if args.pin else make` (the other: ``alternative_refs``)
             return self.function_value(expr.body) or self.function_value(expr.orelse)
+        table = _table_read(expr)
+        if table is not None:  # `SELECTORS[name]`: any function of the table (``function_tables``)
+            if table.value in self.function_tables():
+                return DottedRef(f"{self.module_name}.{table.value}" if self.module_name else table.value)
+            return self._imported_function(table)
         return None
+
+    def function_tables(self) -> Dict[str, List[str]]:
+        """The file's dispatch tables: module-level ``NAME = {key: function, ...}`` (or a list or
+        tuple of functions) naming at least one function defined at the top of this file -> those
+        functions' names. The run indexes the table's dotted name under each of them, so a call
+        through ``NAME[key]``, here or in a file that imports it, may run any of them."""
+        if self._tables is None:
+            defined = {s.name.value for s in self.module.body if isinstance(s, cst.FunctionDef)}
+            self._tables = {}
+            for statement in self.module.body:
+                smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+                for small in smalls:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                            and isinstance(small.targets[0].target, cst.Name):
+                        members = _table_members(small.value)
+                        local = [name for name in members if name in defined]
+                        if local:
+                            self._tables[small.targets[0].target.value] = local
+        return self._tables
 
     def _returned_function(self, factory: NameRef) -> Optional[CallRef]:
         """The function a factory of this file returns: ``def make_hook(...): def hook(...): ...;

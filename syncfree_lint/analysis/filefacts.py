@@ -6,7 +6,7 @@ trees, only strings and numbers. Function ids are ``path::qualname``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -79,6 +79,35 @@ class ExternalKinds:
         return bool(self.returns or self.calls_in or self.reached or self.meters or self.dtypes or self.asked)
 
 
+@dataclass(frozen=True)
+class ParameterCall:
+    """``function`` (an id) calls its parameter ``parameter`` from ``source`` (STEP or a function
+    id); ``position``: the parameter's index among the arguments of a call on an instance (``self``
+    not counted) or of a plain call, -1 for keyword-only; ``method``: it is a method."""
+
+    function: str
+    parameter: str
+    position: int
+    method: bool
+    source: str
+    guarded: bool
+    hops: Tuple[Hop, ...]
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A call of ``callee`` (a dotted name the run resolves; ``bound``: called on an instance) hands it
+    ``function`` (a function id, or a dotted name when ``imported``) as the argument at ``slot`` (a
+    position or a keyword)."""
+
+    callee: str
+    bound: bool
+    slot: Union[int, str]
+    function: str
+    imported: bool
+    importer_root: str
+
+
 @dataclass
 class FileFacts:
     """What one file contributes to the run: findings, and its part of the call graph."""
@@ -90,6 +119,7 @@ class FileFacts:
     conditional: Dict[str, List[Diagnostic]] = field(default_factory=dict)  # function id -> findings
     edges: List[Edge] = field(default_factory=list)
     functions: Dict[str, str] = field(default_factory=dict)  # dotted name -> function id
+    tables: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # dispatch table's dotted name -> function ids
     # dotted class name -> the dotted names of its bases, so a method a class inherits from a
     # class of another file is found under the subclass's name (``callgraph.lookup``)
     classes: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
@@ -108,9 +138,15 @@ class FileFacts:
     unknown_params: Set[str] = field(default_factory=set)  # function ids with a parameter read of unknown kind
     unknown_imports: Set[str] = field(default_factory=set)  # imported dotted names whose result kind was needed
     objects_wanted: Set[str] = field(default_factory=set)  # those whose result had a method called on it
-    # methods named like callback hooks (``on_batch_end``): (name, function id, declared with a
-    # do-nothing body); a call of one on an object of unknown class runs them (``callgraph.lookup``)
-    hook_methods: List[Tuple[str, str, bool]] = field(default_factory=list)
+    # the methods of its classes (not dunders): (name, function id, declared with a do-nothing body);
+    # a call on an object of unknown class runs them by name: every override of a callback hook
+    # (``on_batch_end``), or the one project method of another name (``callgraph.lookup``)
+    methods: List[Tuple[str, str, bool]] = field(default_factory=list)
+    # functions passed to another file's function, which may call them where it calls that
+    # parameter (``callgraph.passed_edges``): where this file's functions call a parameter, and
+    # the functions this file hands to functions it does not define
+    parameter_calls: List[ParameterCall] = field(default_factory=list)
+    passes: List[Pass] = field(default_factory=list)
     # local qualnames whose parameters this file's own calls give a telling kind, not applied
     # because no step of this file reaches them; the run says when another file's step does
     deferred: Set[str] = field(default_factory=set)
@@ -122,4 +158,4 @@ class FileFacts:
     wanted: Set[str] = field(default_factory=set)
 
 
-__all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "FileFacts"]
+__all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "ParameterCall", "Pass", "FileFacts"]

@@ -46,6 +46,7 @@ class FrequencyMixin:
     kind: Callable[[cst.BaseExpression], Optional[str]]
     resolve_local: Callable[["CallRef"], List[str]]
     lookup: Callable[[str], Optional[str]]
+    _envs: List[Dict[str, Optional[str]]]
     tree: Optional[ast.Module]
     source: str
     _off_options: Optional[FrozenSet[str]] = None
@@ -103,6 +104,19 @@ class FrequencyMixin:
                     and any(dotted(target.target) == buffer for target in node.targets):
                 return True
         return False
+
+    def _note_opt_in_objects(self, node: cst.If) -> None:
+        """``if args.real_labels: labels = RealLabels(...)`` ``else: labels = None``: the object
+        exists only when an opt-in option or flag is on, so ``if labels is not None:`` tests that
+        switch (``_tests_off_option``)."""
+        orelse = node.orelse
+        if not isinstance(orelse, cst.Else) or not (
+                self._tests_off_option(node.test) or is_flag_guard(node.test, self.logging_words, self.opt_in_words)):
+            return
+        built = {name for name, value in _top_assignments(node.body) if not _is_none(value)}
+        for name, value in _top_assignments(orelse.body):
+            if name in built and _is_none(value):
+                self._envs[-1][name + OFF_BY_DEFAULT] = tensors.OTHER
 
     def _if_exp(self, node: cst.IfExp) -> None:
         """``[...] if args.save_hybrid else []``: the body runs only when an opt-in option, a
@@ -204,3 +218,18 @@ class FrequencyMixin:
                             loop.function.has_step_loop = True
                             self._marker_functions.discard(loop.function.qualname)
                         break
+
+
+def _top_assignments(suite: cst.BaseSuite) -> List[Tuple[str, cst.BaseExpression]]:
+    """(name, value) of the ``name = value`` statements directly in ``suite``."""
+    out = []
+    body = suite.body if isinstance(suite, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
+    for statement in body:
+        for small in (statement.body if isinstance(statement, cst.SimpleStatementLine) else (statement,)):
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                out.append((small.targets[0].target.value, small.value))
+    return out
+
+
+def _is_none(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"

@@ -6,7 +6,7 @@ protocol: a class defines the hook with a do-nothing body (``pass``, ``...``, a 
 ``return``, ``raise NotImplementedError``) and its subclasses override it. So such a call, on a
 receiver of unknown class, runs every method of that name in the project (the same import root),
 when the name reads as a hook (``knowledge.callables.HOOK_METHOD_PREFIXES``) and some project class
-declares it as one. Each file publishes its hook-named methods (``FileFacts.hook_methods``); the
+declares it as one. Each file publishes its methods (``FileFacts.methods``); the
 run's index keys them under ``HOOK_KEY``/``DECLARED_KEY`` (``callgraph``).
 """
 from __future__ import annotations
@@ -61,11 +61,13 @@ def _names_not_implemented(exc: Optional[cst.BaseExpression]) -> bool:
     return isinstance(exc, cst.Name) and exc.value == "NotImplementedError"
 
 
-def published_hooks(walk: "ModuleAnalysis", function_id: Callable[[str], str]) -> List[Tuple[str, str, bool]]:
-    """(method name, function id, declared with a do-nothing body) of the file's hook-named methods."""
+def published_methods(walk: "ModuleAnalysis", function_id: Callable[[str], str]) -> List[Tuple[str, str, bool]]:
+    """(method name, function id, declared with a do-nothing body) of the file's methods, dunders
+    aside: hook-named ones for the protocols above, the others for calls by method name
+    (``calls.by_method_name``)."""
     out = []
     for qual, frame in walk.functions.items():
-        if frame.class_frame is not None and is_hook_name(frame.name):
+        if frame.class_frame is not None and not frame.name.startswith("__"):
             out.append((frame.name, function_id(qual), does_nothing(frame.node)))
     return out
 

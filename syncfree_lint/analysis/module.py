@@ -2,11 +2,10 @@
 
 The facts live in their own modules, mixed in here: bindings and kinds (``bindings``), calls
 (``calls``), torchmetrics objects (``metric_sites``), frequency and guards (``frequency``), functions
-and classes (``definitions``). The walk
-visits nodes in source order. Bindings are updated as statements finish, so a rule
-looking at an expression sees what the names held just before it. Rules are dispatched by node
-type; they ask this object the shared questions (``kind``, ``qualname``, ``placement``) and call
-``report``. Nothing here prints or reads files.
+and classes (``definitions``). The walk visits nodes in source order. Bindings are updated as
+statements finish, so a rule looking at an expression sees what the names held just before it.
+Rules are dispatched by node type; they ask this object the shared questions (``kind``,
+``qualname``, ``placement``) and call ``report``. Nothing here prints or reads files.
 """
 from __future__ import annotations
 
@@ -27,6 +26,7 @@ from syncfree_lint.analysis.device import default_device_is_accelerator
 from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames
+from syncfree_lint.analysis.narrowing import narrowed_kind, unnarrowed
 from syncfree_lint.analysis.passed_callables import PassedCallables
 from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.model import Checker, Reporting
@@ -259,7 +259,6 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         if name is not None:
             self._bind(name, tensors.in_place(self.lookup(name), self.kind(node.value)))
 
-
     def _named_expr(self, node: cst.NamedExpr) -> None:
         self._rules(node)
         self._visit(node.value)
@@ -285,13 +284,8 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self._children(node)
         self.guard_depth -= 1
 
-    def _import(self, node: cst.Import) -> None:
-        self.imports.add_import(node)
-        self._qualnames.clear()
-        self._kinds.clear()
-
-    def _import_from(self, node: cst.ImportFrom) -> None:
-        self.imports.add_import_from(node)
+    def _import(self, node: Union[cst.Import, cst.ImportFrom]) -> None:
+        self.imports.add_import(node) if isinstance(node, cst.Import) else self.imports.add_import_from(node)
         self._qualnames.clear()
         self._kinds.clear()
 
@@ -305,11 +299,14 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
             self.guard_nodes.append(node)
         env = self._envs[-1]
         before = dict(env)
+        narrowed = narrowed_kind(node.test, self.qualname)  # `isinstance(v, np.ndarray)`: `v` is one in the body
+        if narrowed is not None:
+            self._bind(*narrowed)
         self._suite(node.body)
         if guard:
             self.guard_depth -= 1
             self.guard_nodes.pop()
-        after_body = dict(env)
+        after_body = unnarrowed(dict(env), before, narrowed)
         env.clear()
         env.update(before)
         self._kinds.clear()
@@ -331,7 +328,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
             if guard or (isinstance(test, cst.UnaryOperation) and is_flag_exit(node)
                          and self.kind(test.expression) not in tensors.DEVICE_TENSORS):
                 self.function.rest_guarded = True
-
+        self._note_opt_in_objects(node)
 
     def _for(self, node: cst.For) -> None:
         self.statement = node
@@ -478,7 +475,7 @@ _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.Return: ModuleAnalysis._return,
     cst.Raise: ModuleAnalysis._raise,
     cst.Import: ModuleAnalysis._import,
-    cst.ImportFrom: ModuleAnalysis._import_from,
+    cst.ImportFrom: ModuleAnalysis._import,
     cst.If: ModuleAnalysis._if, cst.IfExp: ModuleAnalysis._if_exp,
     cst.For: ModuleAnalysis._for,
     cst.While: ModuleAnalysis._while,

@@ -13,7 +13,8 @@ from typing import FrozenSet, Optional
 
 def off_by_default(tree: Optional[ast.AST]) -> FrozenSet[str]:
     """The destinations (``metrics_avg``) of options whose default is off: ``store_true`` without
-    a true default, or ``default=None``/``False`` (an option that takes a value)."""
+    a true default, or ``default=None``/``False``/``""`` (an option that takes a value, such as a
+    path the user may give)."""
     if tree is None:
         return frozenset()
     found = set()
@@ -32,7 +33,8 @@ def off_by_default(tree: Optional[ast.AST]) -> FrozenSet[str]:
         action_name = action.value if isinstance(action, ast.Constant) else None
         if "default" in keywords:
             default = keywords["default"]
-            off = isinstance(default, ast.Constant) and default.value in (None, False) and action_name != "store_false"
+            off = isinstance(default, ast.Constant) and (default.value is None or default.value is False or default.value == "") \
+                and action_name != "store_false"
         else:
             off = action_name in ("store_true", None) and action_name != "store_false" and "required" not in keywords \
                 and "nargs" not in keywords

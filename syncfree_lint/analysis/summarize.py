@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, Tuple
 
 import libcst as cst
 
-from syncfree_lint.analysis.calls import DottedRef, SelfRef, callee_name
-from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop
-from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called, published_hooks
+from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name
+from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop, ParameterCall, Pass
+from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called, published_methods
 from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.analysis.number_kind import return_dtype
 from syncfree_lint.analysis.scope_index import FileContext
@@ -39,6 +39,8 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
     for qual in walk.functions:
         full = f"{walk.module_name}.{qual}" if walk.module_name else qual
         facts.functions[full] = function_id(qual)
+    for table, names in walk.function_tables().items():
+        facts.tables[f"{walk.module_name}.{table}" if walk.module_name else table] = tuple(map(function_id, names))
     for qual, frame in walk.classes.items():
         if frame.bases:
             facts.classes[f"{walk.module_name}.{qual}" if walk.module_name else qual] = tuple(
@@ -47,7 +49,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
     _kind_facts(walk, facts, function_id)
     facts.meters = _meters(walk)
     facts.dtypes = _dtypes_asked(walk)
-    facts.hook_methods = published_hooks(walk, function_id)
+    facts.methods = published_methods(walk, function_id)
     facts.deferred = set(walk.deferred_seeds)
     finder: Optional[PositionFinder] = None
     for site in walk.calls:
@@ -72,6 +74,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             facts.edges.append(Edge(source, function_id(target), False, walk.root, guarded, hops))
         if not local and isinstance(ref, DottedRef):
             facts.edges.append(Edge(source, ref.qualname, True, walk.root, guarded, hops))
+    finder = _passing(walk, facts, function_id, finder)
     for finding in walk.findings:
         placement = finding.placement
         owner = STEP if placement is None else placement.owner()
@@ -113,6 +116,43 @@ def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[
         frame = walk.functions.get(qual)
         if frame is not None and isinstance(frame.node, cst.FunctionDef) and name in _parameter_names(frame.node):
             facts.unknown_params.add(function_id(qual))
+
+
+def _passing(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[[str], str],
+             finder: Optional[PositionFinder]) -> Optional[PositionFinder]:
+    """Where the file's functions call their parameters, and the functions it passes to functions
+    of other files (``callgraph.passed_edges`` joins them); returns the position finder, made when
+    first needed."""
+    passed = walk.passed_callables
+    for (qual, name), sites in passed.called.items():
+        frame = walk.functions.get(qual)
+        node = frame.node if frame is not None else None
+        if frame is None or not isinstance(node, cst.FunctionDef):
+            continue
+        positional = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        method = frame.class_frame is not None and not any(
+            isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators)
+        if method:
+            positional = positional[1:]
+        position = positional.index(name) if name in positional else -1
+        for placement, statement in sites:
+            owner = placement.owner()
+            if owner is None:
+                continue
+            if finder is None:
+                finder = PositionFinder(walk.source, walk.module, walk.tree)
+            hops = _hops(walk.path, CallSite(placement, NameRef(name, qual), statement), finder, owner == STEP)
+            facts.parameter_calls.append(ParameterCall(function_id(qual), name, position, method,
+                                                       STEP if owner == STEP else function_id(owner),
+                                                       placement.guarded, hops))
+    for callee, _, slot, function in passed.passed:
+        if not isinstance(callee, DottedRef) or walk.resolve_local(callee) or not isinstance(slot, (int, str)):
+            continue
+        local = walk.resolve_local(function)
+        facts.passes.extend(Pass(callee.qualname, callee.bound, slot, function_id(qual), False, walk.root) for qual in local)
+        if not local and isinstance(function, DottedRef):
+            facts.passes.append(Pass(callee.qualname, callee.bound, slot, function.qualname, True, walk.root))
+    return finder
 
 
 def _meters(walk: "ModuleAnalysis") -> Dict[str, MeterShape]:

@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+from typing import Dict
+
 # torch functions that return Python values or non-tensor objects
 TORCH_NON_TENSOR_PREFIXES = (
     "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.optim.", "torch.utils.",
@@ -132,3 +134,12 @@ TENSOR_INT_ARGUMENT_METHODS = frozenset({
     "chunk", "unflatten", "tile",
 })
 
+#: what ``isinstance(x, T)`` says ``x`` is inside its branch (``analysis.narrowing``): numpy arrays
+#: and scalars, Python numbers and containers, never a device value. ``torch.Tensor`` is not here: a
+#: tensor that passes the test may be on the host, so the test says nothing about a sync.
+ISINSTANCE_KINDS: Dict[str, str] = {
+    **{f"numpy.{name}": "numpy" for name in ("ndarray", "number", "generic", "floating", "integer", "bool_",
+                                             "float32", "float64", "int64", "int32")},
+    **{name: "number" for name in ("int", "float", "complex", "numbers.Number", "numbers.Real")},
+    **{name: "other" for name in ("str", "bytes", "list", "tuple", "dict", "set")},
+}

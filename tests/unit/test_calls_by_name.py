@@ -1,0 +1,290 @@
+"""Calls the code does not type: a method on a receiver of unknown class, resolved by its name when one
+project class defines it (``calls.by_method_name``), and functions passed to another file's function
+that calls them where it calls the parameter (``callgraph.passed_edges``)."""
+from __future__ import annotations
+
+import textwrap
+from typing import Dict, List, Tuple
+
+import pytest
+
+from syncfree_lint import engine
+from syncfree_lint.config import Config
+from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
+
+_TRAIN = """
+    def train(model, opt, loader, device, monitor):
+        for x, y in loader:
+            loss = model(x.to(device)).sum()
+            loss.backward()
+            opt.step()
+            monitor.{call}
+"""
+
+
+def _lint(tmp_path, files: Dict[str, str]) -> List[Tuple[str, int, str]]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = engine.run([str(tmp_path)], Config(), jobs=1)
+    return sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics)
+
+
+def test_a_method_only_one_project_class_defines_is_run_by_its_name(tmp_path) -> None:
+    monitor = """
+        class Monitor:
+            def observe(self, loss):
+                print(loss.item())
+    """
+    found = _lint(tmp_path, {"monitor.py": monitor, "train.py": _TRAIN.format(call="observe(loss)")})
+    assert ("monitor.py", 4, "SFL101") in found
+
+
+def test_a_method_two_classes_define_is_not_guessed(tmp_path) -> None:
+    monitor = """
+        class Monitor:
+            def observe(self, loss):
+                print(loss.item())
+        class Quiet:
+            def observe(self, loss):
+                return float(loss)
+    """
+    found = _lint(tmp_path, {"monitor.py": monitor, "train.py": _TRAIN.format(call="observe(loss)")})
+    assert not [f for f in found if f[0] == "monitor.py"]
+
+
+def test_a_do_nothing_declaration_does_not_make_a_name_ambiguous(tmp_path) -> None:
+    monitor = """
+        class Base:
+            def observe(self, loss):
+                raise NotImplementedError
+        class Monitor(Base):
+            def observe(self, loss):
+                print(loss.item())
+    """
+    found = _lint(tmp_path, {"monitor.py": monitor, "train.py": _TRAIN.format(call="observe(loss)")})
+    assert ("monitor.py", 7, "SFL101") in found
+
+
+@pytest.mark.parametrize("method", ["update", "step", "log", "view", "add_scalar", "state_dict"])
+def test_names_library_objects_share_are_not_resolved(tmp_path, method: str) -> None:
+    assert method in LIBRARY_METHOD_NAMES
+    monitor = f"""
+        class Monitor:
+            def {method}(self, loss):
+                print(loss.item())
+    """
+    found = _lint(tmp_path, {"monitor.py": monitor, "train.py": _TRAIN.format(call=f"{method}(loss)")})
+    assert not [f for f in found if f[0] == "monitor.py"]
+
+
+def test_a_receiver_of_known_kind_is_not_resolved_by_name(tmp_path) -> None:
+    """`model.summarize(x)` on a module: not the project's `Report.summarize`."""
+    monitor = """
+        class Report:
+            def summarize(self, loss):
+                print(loss.item())
+    """
+    train = _TRAIN.format(call="observe(loss)").replace("monitor.observe(loss)", "model.summarize(loss)")
+    found = _lint(tmp_path, {"monitor.py": monitor, "train.py": train})
+    assert not [f for f in found if f[0] == "monitor.py"]
+
+
+def test_library_method_names_are_methods_of_those_classes() -> None:
+    torch = pytest.importorskip("torch")
+    import logging
+
+    classes = (torch.Tensor, torch.nn.Module, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler,
+               torch.amp.GradScaler, dict, list, set, tuple, str, logging.Logger)
+    for cls in classes:
+        public = {n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n, None))}
+        assert public <= LIBRARY_METHOD_NAMES, (cls, sorted(public - LIBRARY_METHOD_NAMES)[:10])
+
+
+_CLIENT = """
+    class Client:
+        def __init__(self, loader):
+            self.loader = loader
+        def local_train(self, model, opt, device, on_step=None, at_end=None):
+            for x, y in self.loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                opt.step()
+                if on_step is not None:
+                    on_step(loss)
+            if at_end is not None:
+                at_end(loss)
+"""
+
+
+@pytest.mark.parametrize("argument,line,per_step", [
+    ("on_step=record", 4, True),
+    ("record", 4, True),
+    ("None, record", 4, False),
+    ("at_end=record", 4, False),
+])
+def test_a_function_passed_to_another_files_function_runs_where_it_calls_the_parameter(
+        tmp_path, argument: str, line: int, per_step: bool) -> None:
+    run = f"""
+        from client import Client
+        def record(loss):
+            print(loss.item())
+        def main(model, opt, device, loaders):
+            clients = [Client(loader) for loader in loaders]
+            for client in clients:
+                client.local_train(model, opt, device, {argument})
+    """
+    found = _lint(tmp_path, {"client.py": _CLIENT, "run.py": run})
+    assert (("run.py", line, "SFL101") in found) is per_step
+
+
+_SELECTORS = """
+    import torch
+    def hardest(losses, k):
+        return losses.topk(k).indices
+    def above_mean(losses, k):
+        keep = (losses > losses.mean()).sum()
+        return losses.topk(keep).indices
+    SELECTORS = {"hardest": hardest, "above_mean": above_mean}
+"""
+
+
+@pytest.mark.parametrize("pick,call", [
+    ("select = SELECTORS[name]", "select(per_sample, 4)"),
+    ("select = functools.partial(SELECTORS[name], k=4)", "select(per_sample)"),
+    ("select = SELECTORS.get(name)", "select(per_sample, 4)"),
+    ("pass", "SELECTORS[name](per_sample, 4)"),
+])
+def test_a_function_of_a_dispatch_table_in_another_file_runs_where_the_table_is_called(
+        tmp_path, pick: str, call: str) -> None:
+    train = f"""
+        import functools
+        from selectors_ import SELECTORS
+        def train(model, opt, loader, device, name):
+            {pick}
+            for x, y in loader:
+                per_sample = model(x.to(device)).sum(1)
+                idx = {call}
+                per_sample[idx].mean().backward()
+                opt.step()
+    """
+    found = _lint(tmp_path, {"selectors_.py": _SELECTORS, "train.py": train})
+    assert ("selectors_.py", 7, "SFL112") in found
+
+
+def test_a_table_called_once_outside_the_step_is_not_per_step(tmp_path) -> None:
+    train = """
+        from selectors_ import SELECTORS
+        def train(model, opt, loader, device, name, bank):
+            chosen = SELECTORS[name](bank, 4)
+            for x, y in loader:
+                model(x.to(device)).sum().backward()
+                opt.step()
+    """
+    found = _lint(tmp_path, {"selectors_.py": _SELECTORS, "train.py": train})
+    assert not [f for f in found if f[0] == "selectors_.py"]
+
+
+def test_a_table_of_the_same_file(tmp_path) -> None:
+    source = _SELECTORS + """
+    def train(model, opt, loader, device, name):
+        for x, y in loader:
+            per_sample = model(x.to(device)).sum(1)
+            per_sample[SELECTORS[name](per_sample, 4)].mean().backward()
+            opt.step()
+    """
+    found = _lint(tmp_path, {"one.py": source})
+    assert ("one.py", 7, "SFL112") in found
+
+
+@pytest.mark.parametrize("display,members", [
+    ('{"a": f, "b": g}', ["f", "g"]),
+    ("[f, nn.functional.relu]", ["f"]),
+    ("(f,)", ["f"]),
+    ('{"small": 4, "large": f}', []),
+    ("{**base, 'a': f}", []),
+    ("[f(x) for f in fs]", []),
+])
+def test_table_members(display: str, members: List[str]) -> None:
+    import libcst as cst
+
+    from syncfree_lint.analysis.calls import _table_members
+
+    assert _table_members(cst.parse_expression(display)) == members
+
+
+_OPT_IN = """
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--real-labels", default={default!r}, type=str)
+    class Labels:
+        def add_result(self, output):
+            return output.cpu().numpy()
+    def validate(args, model, loader, device):
+        {build}
+        for x, y in loader:
+            out = model(x.to(device))
+            if real is not None:
+                real.add_result(out)
+"""
+
+
+@pytest.mark.parametrize("default,build,guarded", [
+    ("", "real = Labels() if args.real_labels else None", True),
+    (None, "real = Labels() if args.real_labels else None", True),
+    ("", "if args.real_labels:\n            real = Labels()\n        else:\n            real = None", True),
+    ("labels.json", "real = Labels() if args.real_labels else None", False),
+    ("", "real = Labels() if args.real_labels else Labels()", False),
+    ("", "real = Labels()", False),
+])
+def test_an_object_built_only_under_an_opt_in_option_guards_what_tests_it(
+        tmp_path, default, build: str, guarded: bool) -> None:
+    found = _lint(tmp_path, {"val.py": _OPT_IN.format(default=default, build=build)})
+    assert (("val.py", 7, "SFL102") in found) is not guarded
+
+
+@pytest.mark.parametrize("test,reported", [
+    ("isinstance(value, (np.ndarray, np.number))", False),
+    ("isinstance(value, np.ndarray)", False),
+    ("isinstance(value, float)", False),
+    ("isinstance(value, (np.ndarray, torch.Tensor))", True),
+    ("isinstance(value, torch.Tensor)", True),
+    ("hasattr(value, 'numel')", True),
+])
+def test_an_isinstance_branch_says_what_a_name_is(tmp_path, test: str, reported: bool) -> None:
+    source = f"""
+        import numpy as np
+        import torch
+        def train(model, opt, loader, device, log):
+            for x, y in loader:
+                value = model(x.to(device)).sum()
+                value.backward()
+                opt.step()
+                if {test}:
+                    log.append(value.item())
+                log.append(value.item())
+    """
+    found = _lint(tmp_path, {"t.py": source})
+    assert ("t.py", 11, "SFL101") in found  # after the branch, the name is what it was
+    assert (("t.py", 10, "SFL101") in found) is reported
+
+
+def test_a_namespace_folder_beside_the_script_is_nearer_than_a_copy_in_another_project(tmp_path) -> None:
+    helpers = """
+        def log_grads(model):
+            return [p.grad.norm().item() for p in model.parameters()]
+    """
+    train = """
+        from common import helpers
+        def train(model, opt, loader, device):
+            for x, y in loader:
+                model(x.to(device)).sum().backward()
+                helpers.log_grads(model)
+                opt.step()
+    """
+    for project in ("speech", "vision"):
+        (tmp_path / project / "common").mkdir(parents=True)
+        (tmp_path / project / "common" / "helpers.py").write_text(textwrap.dedent(helpers))
+    (tmp_path / "speech" / "train.py").write_text(textwrap.dedent(train))
+    result = engine.run([str(tmp_path)], Config(), jobs=1)
+    reported = {d.path.replace(str(tmp_path) + "/", "") for d in result.diagnostics}
+    assert reported == {"speech/common/helpers.py"}
