@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef
+from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, by_method_name
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -227,7 +227,20 @@ class BindingsMixin:
                 if key in self.returns:
                     return self.returns[key]
             return None
-        return self._imported_call_kind(func)
+        return self._imported_call_kind(func) or self._method_by_name_kind(func)
+
+    def _method_by_name_kind(self, func: cst.BaseExpression) -> Optional[str]:
+        """What ``renderer.render(rays)`` returns when nothing says what ``renderer`` is: the return
+        kind of the one project method of that name (``calls.by_method_name``), once the run says."""
+        ref = by_method_name(func.attr.value) if isinstance(func, cst.Attribute) and not (
+            isinstance(func.value, cst.Name) and (func.value.value == "self" or self.imports.imported(func.value.value))) \
+            and self.kind(func.value) is None else None
+        if ref is None:
+            return None
+        kind = self.imported_returns.get(ref.qualname)
+        if kind is None:
+            self.unknown_imports.add(ref.qualname)
+        return kind
 
     def _ref_return_kind(self, ref: "CallRef") -> Optional[str]:
         """What a call of a function held as a value returns: a local function's return kind, or

@@ -288,3 +288,24 @@ def test_a_namespace_folder_beside_the_script_is_nearer_than_a_copy_in_another_p
     result = engine.run([str(tmp_path)], Config(), jobs=1)
     reported = {d.path.replace(str(tmp_path) + "/", "") for d in result.diagnostics}
     assert reported == {"speech/common/helpers.py"}
+
+
+def test_what_a_method_called_by_its_name_returns_is_learned(tmp_path) -> None:
+    renderer = """
+        import torch
+        class Renderer:
+            def __init__(self, net):
+                self.net = net
+            def render_views(self, rays):
+                return torch.sigmoid(self.net(rays))
+    """
+    train = """
+        def train(model, opt, loader, device, renderer):
+            for x, y in loader:
+                rgb = renderer.render_views(x.to(device))
+                (rgb - y.to(device)).pow(2).mean().backward()
+                opt.step()
+                if rgb.max() > 1:
+                    print("saturated")
+    """
+    assert ("train.py", 7, "SFL106") in _lint(tmp_path, {"renderer.py": renderer, "train.py": train})
