@@ -28,6 +28,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called
+from syncfree_lint.analysis.passed_callables import parameter_names
 from syncfree_lint.analysis.instances import (
     ClassRef, class_of_elements, class_of_kind, constructed_class, object_kind, objects_kind,
 )
@@ -43,6 +44,9 @@ Seeds = Dict[str, Dict[str, str]]
 #: ``def run(x, naflex=False)`` called as ``run(x, naflex=mode)`` is a mode the caller chooses,
 #: not a switch that stays off
 PASSED = " passed"
+#: ``calls_out`` name of a call of a parameter (``PARAMETER_KEY + function id + "|" + parameter``):
+#: the run hands its argument kinds to the functions passed there (``run_kinds._calls_in``)
+PARAMETER_KEY = "parameter "
 #: what the walk records for a literal ``False`` argument
 _LITERAL_FALSE = "False"
 #: (reference, positional kinds up to the first ``*args``, keyword kinds)
@@ -66,6 +70,8 @@ class ArgumentsMixin:
     module_name: str
     classes: Dict[str, "ClassFrame"]
     imports: "ImportMap"
+    path: str
+    function: Optional["FunctionFrame"]
 
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
         if not args:
@@ -73,6 +79,10 @@ class ArgumentsMixin:
         hook = hook_called(ref)
         if hook is not None:  # `cb.on_batch_end(self, out)`: the project's overrides learn the kinds
             ref = DottedRef(HOOK_KEY + hook, bound=True)
+        if isinstance(ref, NameRef) and self.function is not None and not self.resolve_local(ref) \
+                and ref.name in parameter_names(self.function):
+            # `on_step(loss)` on a parameter: the functions other files pass there learn the kinds
+            ref = DottedRef(f"{PARAMETER_KEY}{self.path}::{self.function.qualname}|{ref.name}")
         imported = isinstance(ref, DottedRef)
         if not (imported or isinstance(ref, SelfRef) or (isinstance(ref, NameRef) and "." not in ref.name)):
             return

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts, Hop, ParameterCall, Pass
 from syncfree_lint.analysis.calls import METHOD_KEY
@@ -153,13 +153,19 @@ def passed_edges(all_facts: Sequence[FileFacts], index: FunctionIndex) -> List[T
     """Edges to the functions one file passes to another file's function, from where that function
     calls the parameter (``client.local_train(data, on_step=hook)`` with ``on_step(loss)`` in the
     client's step loop runs ``hook`` per step)."""
+    return [(call.source, (target, call.guarded, call.hops))
+            for call, _, targets in passed_to_parameters(all_facts, index) for target in targets]
+
+
+def passed_to_parameters(all_facts: Sequence[FileFacts], index: FunctionIndex) -> Iterator[Tuple[ParameterCall, Pass, List[str]]]:
+    """Each place a function calls a parameter that another file's call fills with a function: (the
+    parameter's call, the pass, the function ids passed)."""
     calls: Dict[str, List[ParameterCall]] = {}
     for facts in all_facts:
         for call in facts.parameter_calls:
             calls.setdefault(call.function, []).append(call)
-    out: List[Tuple[str, Tuple[str, bool, Tuple[Hop, ...]]]] = []
     if not calls:
-        return out
+        return
     for facts in all_facts:
         for passed in facts.passes:
             callees = [callee for callee in lookup(index, passed.callee, passed.importer_root) if callee in calls]
@@ -168,9 +174,8 @@ def passed_edges(all_facts: Sequence[FileFacts], index: FunctionIndex) -> List[T
             targets = lookup(index, passed.function, passed.importer_root) if passed.imported else [passed.function]
             for callee in callees:
                 for call in calls[callee]:
-                    if _fills(call, passed):
-                        out.extend((call.source, (target, call.guarded, call.hops)) for target in targets)
-    return out
+                    if targets and _fills(call, passed):
+                        yield call, passed, targets
 
 
 def _fills(call: ParameterCall, passed: Pass) -> bool:

@@ -97,8 +97,8 @@ class ParameterCall:
 @dataclass(frozen=True)
 class Pass:
     """A call of ``callee`` (a dotted name the run resolves; ``bound``: called on an instance) hands it
-    ``function`` (a function id, or a dotted name when ``imported``) as the argument at ``slot`` (a
-    position or a keyword)."""
+    ``function`` (a function id, or a dotted name when ``imported``; ``method``: a bound method, whose
+    ``self`` the callee does not pass) as the argument at ``slot`` (a position or a keyword)."""
 
     callee: str
     bound: bool
@@ -106,6 +106,7 @@ class Pass:
     function: str
     imported: bool
     importer_root: str
+    method: bool = False
 
 
 @dataclass

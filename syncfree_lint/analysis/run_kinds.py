@@ -31,7 +31,9 @@ from syncfree_lint.analysis.callgraph import (
     function_index,
     lookup,
     namespace_prefixes,
+    passed_to_parameters,
 )
+from syncfree_lint.analysis.arguments import PARAMETER_KEY
 from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
 from syncfree_lint.analysis.instances import class_of_kind
 from syncfree_lint.knowledge.meters import MeterShape
@@ -217,6 +219,7 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
     if not wanting and not skipped:
         return {}
     records: Dict[Tuple[str, str], List[ArgKinds]] = {}  # (path, local qualname) -> calls
+    passed = None
     for facts in all_facts:
         for name, arguments, caller in facts.calls_out:
             if caller != STEP and caller not in reached:
@@ -224,6 +227,14 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
                 if objects is None:
                     continue
                 arguments = objects
+            if name.startswith(PARAMETER_KEY):  # `on_step(loss)`: the functions other files pass as `on_step`
+                passed = _functions_passed(all_facts, index) if passed is None else passed
+                for function_id, method in passed.get(name[len(PARAMETER_KEY):], ()):
+                    if function_id in wanting:
+                        path, _, qualname = function_id.rpartition("::")
+                        records.setdefault((path, qualname), []).append(
+                            ((None,) + arguments[0], arguments[1]) if method else arguments)  # `self` is bound
+                continue
             targets = lookup(index, name, facts.root)
             for function_id in targets:
                 if function_id in wanting:
@@ -238,6 +249,14 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
         if any(_passes_device_tensor(arguments) or _passes_host_data(arguments) or _objects_only(arguments) is not None
                for arguments in calls):
             out.setdefault(path, []).extend((qualname, arguments) for arguments in sorted(set(calls), key=repr))
+    return out
+
+
+def _functions_passed(all_facts: Sequence[FileFacts], index: FunctionIndex) -> Dict[str, List[Tuple[str, bool]]]:
+    """``function id|parameter`` -> (function id, is a bound method) of the functions passed there."""
+    out: Dict[str, List[Tuple[str, bool]]] = {}
+    for call, passed, targets in passed_to_parameters(all_facts, index):
+        out.setdefault(f"{call.function}|{call.parameter}", []).extend((target, passed.method) for target in targets)
     return out
 
 

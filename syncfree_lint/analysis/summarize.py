@@ -149,9 +149,11 @@ def _passing(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[[st
         if not isinstance(callee, DottedRef) or walk.resolve_local(callee) or not isinstance(slot, (int, str)):
             continue
         local = walk.resolve_local(function)
-        facts.passes.extend(Pass(callee.qualname, callee.bound, slot, function_id(qual), False, walk.root) for qual in local)
+        method = isinstance(function, SelfRef) or (isinstance(function, DottedRef) and function.bound)
+        facts.passes.extend(Pass(callee.qualname, callee.bound, slot, function_id(qual), False, walk.root, method)
+                            for qual in local)
         if not local and isinstance(function, DottedRef):
-            facts.passes.append(Pass(callee.qualname, callee.bound, slot, function.qualname, True, walk.root))
+            facts.passes.append(Pass(callee.qualname, callee.bound, slot, function.qualname, True, walk.root, method))
     return finder
 
 

@@ -309,3 +309,24 @@ def test_what_a_method_called_by_its_name_returns_is_learned(tmp_path) -> None:
                     print("saturated")
     """
     assert ("train.py", 7, "SFL106") in _lint(tmp_path, {"renderer.py": renderer, "train.py": train})
+
+
+@pytest.mark.parametrize("holder,passed,line", [
+    ("", "on_step=record", 6),
+    ("class Runner:\n    def record(self, loss):\n        best.append(max(0.0, loss))\n    def go(self, client, model, opt, device):\n        client.local_train(model, opt, device, on_step=self.record)\n", "", 9),
+])
+def test_a_function_passed_to_another_file_learns_the_kinds_it_is_called_with(
+        tmp_path, holder: str, passed: str, line: int) -> None:
+    run = textwrap.dedent("""
+        import torch
+        from client import Client
+        best = []
+        def record(loss):
+            best.append(max(0.0, loss))
+    """) + holder + (textwrap.dedent(f"""
+        def main(model, opt, device, loaders):
+            for client in [Client(loader) for loader in loaders]:
+                client.local_train(model, opt, device, {passed})
+    """) if passed else "")
+    found = _lint(tmp_path, {"client.py": _CLIENT, "run.py": run})
+    assert ("run.py", line, "SFL106") in found
