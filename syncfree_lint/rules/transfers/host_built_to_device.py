@@ -10,6 +10,7 @@ from syncfree_lint.analysis.call_args import is_true, keyword_value
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.edits import FixPlan, code
 from syncfree_lint.fixes import factory_device
+from syncfree_lint.knowledge.torch_api import TORCH_FACTORIES
 from syncfree_lint.rules.base import Rule, receiver
 from syncfree_lint.rules.transfers._common import device_target
 
@@ -60,6 +61,17 @@ class HostBuiltToDevice(Rule[Union[cst.Call, cst.Subscript]]):
                 (model(x) - valid).pow(2).mean().backward()
                 optimizer.step()
         """,
+        """
+        import torch
+        class Decoder(torch.nn.Module):
+            def forward(self, x):
+                causal = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril().to(x.device)
+                return x.masked_fill(~causal, 0.0)
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                model(x.cuda()).mean().backward()
+                optimizer.step()
+        """,
     )
     valid = (
         """
@@ -94,6 +106,17 @@ class HostBuiltToDevice(Rule[Union[cst.Call, cst.Subscript]]):
             for x, y in loader:
                 weights = torch.from_numpy(np.ones(4)).pin_memory().to(device, non_blocking=True)
                 (model(x.to(device)) * weights).mean().backward()
+                optimizer.step()
+        """,
+        """
+        import torch
+        class Decoder(torch.nn.Module):
+            def forward(self, x):
+                keep = (x > 0).tril().to(x.device)
+                return x.masked_fill(~keep, 0.0)
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                model(x.cuda()).mean().backward()
                 optimizer.step()
         """,
     )
@@ -156,7 +179,8 @@ values may differ on the device, or they need hoisting out of the step.
             return  # `self.pe = pe.to(dev)`: a cache filled when it misses, not each step
         if _pinned(moved) and is_true(keyword_value(node, "non_blocking")):
             return  # `x.pin_memory().to(dev, non_blocking=True)`: an async copy, the host does not wait
-        if ctx.kind(moved) == tensors.HOST_TENSOR:
+        kind = ctx.kind(moved)
+        if kind == tensors.HOST_TENSOR or (kind in tensors.DEVICE_TENSORS and _bool_factory_on_host(moved, ctx)):
             fix = FixPlan(self.fix_title, "safe", factory_device.builder(
                 node, ctx.current_scope(), ctx.qualname, ctx.state(self).setdefault("scopes", {})))
             ctx.report(self, node, fix=fix, method=node.func.attr.value)  # type: ignore[attr-defined]
@@ -171,6 +195,27 @@ values may differ on the device, or they need hoisting out of the step.
             if isinstance(index, cst.Index) and index.star is None and ctx.kind(index.value) == tensors.HOST_TENSOR:
                 ctx.report(self, index.value, "index", index=code(index.value))
                 return
+
+
+_MOVES = frozenset({"to", "cuda", "type_as"})
+
+
+def _bool_factory_on_host(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
+    """``torch.ones(T, T, dtype=torch.bool).tril()`` or ``torch.triu(torch.ones(..., dtype=torch.bool))``:
+    a boolean mask that a torch factory built on the host (its kind says ``MASK``, as for any bool
+    tensor, and what is computed from it a tensor), not moved on the way."""
+    while isinstance(expr, cst.Call):
+        qual = ctx.qualname(expr.func) if isinstance(expr.func, (cst.Name, cst.Attribute)) else None
+        if qual is not None and qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in TORCH_FACTORIES:
+            device = keyword_value(expr, "device")
+            return not ctx.default_device_is_accelerator() if device is None else ctx.is_cpu_device(device)
+        if qual is not None and qual.startswith("torch.") and expr.args:
+            expr = expr.args[0].value  # `torch.triu(mask, 1)`: what it is applied to
+        elif isinstance(expr.func, cst.Attribute) and qual is None and expr.func.attr.value not in _MOVES:
+            expr = expr.func.value  # `mask.tril()`: its receiver
+        else:
+            return False
+    return False
 
 
 def _pinned(expr: cst.BaseExpression) -> bool:
