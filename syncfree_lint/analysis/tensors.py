@@ -170,6 +170,8 @@ class TensorInference:
             return MASK
         if base == TENSOR:
             return TENSOR
+        if base in (BATCH, TENSORS) and _names_a_mask(node):
+            return MASK  # `batch["loss_mask"]` on the device: a boolean mask by its name
         if base == TENSORS:  # loss_dict["loss"] / tensors[0]; a slice is still a container
             sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
             return TENSORS if sliced else TENSOR
@@ -478,6 +480,14 @@ _DISPATCH = {
     for name, method in vars(TensorInference).items()
     if name.startswith("_") and name[1:2].isupper() and hasattr(cst, name[1:])
 }
+
+
+def _names_a_mask(node: cst.Subscript) -> bool:
+    """``batch["loss_mask"]``: a string key that names a mask (``knowledge.torch_api.MASK_KEY_WORDS``)."""
+    index = node.slice[0].slice if len(node.slice) == 1 else None
+    key = index.value if isinstance(index, cst.Index) else None
+    text = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+    return isinstance(text, str) and any(word in text.lower().split("_") for word in api.MASK_KEY_WORDS)
 
 
 def _assembled(sequence: cst.BaseExpression, elements: Sequence[cst.BaseExpression], kinds: Sequence[Optional[str]]) -> bool:

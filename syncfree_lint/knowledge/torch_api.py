@@ -143,3 +143,8 @@ ISINSTANCE_KINDS: Dict[str, str] = {
     **{name: "number" for name in ("int", "float", "complex", "numbers.Number", "numbers.Real")},
     **{name: "other" for name in ("str", "bytes", "list", "tuple", "dict", "set")},
 }
+
+#: words of a batch key that name a boolean mask (``batch["loss_mask"]``, ``batch["valid_mask"]``; a
+#: whole ``_``-separated word, so ``"masked_ids"`` is not one): indexing a tensor with it has a
+#: data-dependent shape (``analysis.tensors``)
+MASK_KEY_WORDS = frozenset({"mask"})

@@ -949,3 +949,18 @@ def test_a_length_test_before_an_optimizer_step_is_a_schedule() -> None:
                 micro_losses.clear()
     """
     assert (12, "SFL109") in _codes(source)
+
+
+# --------------------------------------------------------------------------- stop 33
+@pytest.mark.parametrize("key, kind", [
+    ('"loss_mask"', T.MASK),
+    ('"mask"', T.MASK),
+    ('"attention_mask"', T.MASK),
+    ('"masked_ids"', T.TENSOR),
+    ('"labels"', T.TENSOR),
+    ("key", T.TENSOR),
+])
+def test_a_batch_key_that_names_a_mask(key: str, kind: object) -> None:
+    """`batch["loss_mask"]` of a dict of device tensors is a mask (``api.MASK_KEY_WORDS``)."""
+    assert "mask" in api.MASK_KEY_WORDS
+    assert kind_of(f'{{"labels": x, "loss_mask": x > 0}}[{key}]') == kind
