@@ -7,15 +7,17 @@ defined in this module; imported ones are resolved by the whole run (``analysis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.filefacts import CallSite
-from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames
+from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames, constructed_class
 from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_names
 from syncfree_lint.knowledge.callables import BUILTIN_BASES, CALLABLE_WRAPPERS, HOOK_METHOD_PREFIXES
+from syncfree_lint.knowledge.frequency import PER_PASS_HOOK_REGISTRATIONS
 from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -135,6 +137,8 @@ class CallsMixin:
     placement: Callable[[], "Placement"]
     statement: Optional[cst.CSTNode]
     _call_args: Sequence[cst.Arg]
+    pass_hooks: List[Tuple["CallRef", Optional[cst.CSTNode], Tuple[Optional[str], ...], Optional["Placement"]]]
+    argument_records: List[Any]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     module: cst.Module
     module_name: str
@@ -325,6 +329,15 @@ class CallsMixin:
         """A function handed to a call as a value (``map(self.to_device, xs)``,
         ``checkpoint(self.block, x)``, ``apply(fn=step)``) may run during that call; handed to a
         function of this file, it runs where that function calls the parameter (``passed_callables``)."""
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func) or ""
+        called_with = PER_PASS_HOOK_REGISTRATIONS.get(name.rsplit(".", 1)[-1])
+        if called_with is not None and node.args:  # `head.register_forward_hook(monitor)`
+            hook = self.function_value(node.args[0].value) or self._called_instance(node.args[0].value)
+            if hook is not None:  # kept until a `.remove()` of this code: as often as this code runs
+                temporary = self._removes_hooks(node)
+                self.pass_hooks.append((hook, self.statement, called_with, self.placement() if temporary else None))
+                if not isinstance(hook, DottedRef):  # this file's hook learns what torch calls it with
+                    self.argument_records.append((hook, called_with, ()))
         if ref is not None:
             self.passed_callables.function_passed(ref, isinstance(ref, SelfRef), node.args, self.function_value)
         if self.function is None and not self.loops:
@@ -334,6 +347,27 @@ class CallsMixin:
                 passed = self.function_value(arg.value)
                 if passed is not None:
                     self.calls.append(CallSite(self.placement(), passed, self.statement))
+
+    def _removes_hooks(self, registration: cst.Call) -> bool:
+        """The registration's handle is kept (not a bare call) and the code around it removes hooks
+        (``handle.remove()``) or returns what it kept: a hook for the forward passes made there."""
+        statement = self.statement
+        if isinstance(statement, cst.Expr) and statement.value is registration:
+            return False
+        scope = self.function.node if self.function is not None else None
+        for node in walk_code(scope) if scope is not None else ():
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "remove" \
+                    and not node.args:
+                return True
+            if isinstance(node, cst.Return) and isinstance(node.value, cst.Name):
+                return True
+        return False
+
+    def _called_instance(self, expr: cst.BaseExpression) -> Optional[CallRef]:
+        """``monitor`` (``monitor = LogitMonitor()``) or ``LogitMonitor()`` given as a callable: its ``__call__``."""
+        cls = self.instances.lookup(".".join(self._prefix), expr.value) if isinstance(expr, cst.Name) else \
+            constructed_class(expr, self.classes, self.imports)
+        return method_ref(cls, "__call__") if cls is not None else None
 
     def _iterated_function(self, iterable: cst.BaseExpression) -> Optional[CallRef]:
         """A generator run by the loop: ``for b in batches():``, ``for b in it`` (it = batches()),

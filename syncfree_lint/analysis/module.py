@@ -121,6 +121,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.callables: ScopedNames[CallRef] = ScopedNames()  # names standing for functions (``step = compile(f)``)
         self.alternatives: ScopedNames[CallRef] = ScopedNames()  # the other function of ``f if c else g``
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
+        self.pass_hooks: List[Any] = []  # (hook, statement, what torch calls it with): run at each forward/backward
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
         self.metric_escapes: Set[str] = set()

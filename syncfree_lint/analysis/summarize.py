@@ -75,6 +75,22 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         if not local and isinstance(ref, DottedRef):
             facts.edges.append(Edge(source, ref.qualname, True, walk.root, guarded, hops))
     finder = _passing(walk, facts, function_id, finder)
+    for ref, statement, called_with, temporary in walk.pass_hooks if walk.uses_accelerator else ():
+        # at each forward/backward: of every step, or of the code that registers and removes it
+        owner = temporary.owner() if temporary is not None else STEP
+        if owner is None:
+            continue
+        source = STEP if owner == STEP else function_id(owner)
+        if finder is None:
+            finder = PositionFinder(walk.source, walk.module, walk.tree)
+        hops = ((f"{walk.path}:{finder.line_of(statement) if statement is not None else 1}",
+                 f"{callee_name(ref)} registered as a forward/backward hook"),)
+        guarded = temporary is not None and temporary.guarded
+        local = walk.resolve_local(ref)
+        facts.edges.extend(Edge(source, function_id(target), False, walk.root, guarded, hops) for target in local)
+        if not local and isinstance(ref, DottedRef):
+            facts.edges.append(Edge(source, ref.qualname, True, walk.root, guarded, hops))
+            facts.calls_out.append((ref.qualname, (((None,) if ref.bound else ()) + called_with, ()), source))
     for finding in walk.findings:
         placement = finding.placement
         owner = STEP if placement is None else placement.owner()

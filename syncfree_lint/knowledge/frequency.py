@@ -6,7 +6,7 @@ name (``log`` matches ``should_log`` and ``log_every`` but not ``logits``).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Dict, Iterable, Optional, Tuple
 
 #: methods whose call in a loop body makes the loop a step loop (the optimizer's ``step`` is
 #: recognised by its receiver, see OPTIMIZER_WORDS)
@@ -68,6 +68,23 @@ PER_ITERATION_EVENTS = frozenset({"ITERATION_STARTED", "ITERATION_COMPLETED", "G
 #: the decorator method that registers a handler (``engine.on(event)``), and the keywords that filter it
 EVENT_DECORATORS = frozenset({"on"})
 EVENT_FILTER_KEYWORDS = frozenset({"every", "once", "event_filter", "before", "after"})
+
+#: methods that register a callable torch runs at every forward or backward of a module, or every
+#: backward through a tensor (``model.head.register_forward_hook(monitor)``): in a training run,
+#: once per step. The global ``torch.nn.modules.module.register_module_forward_hook`` too. Each
+#: maps to what the hook is called with, as far as it is known: ``"module"``, ``"tensor"`` (an
+#: output or a gradient) or None.
+PER_PASS_HOOK_REGISTRATIONS: Dict[str, Tuple[Optional[str], ...]] = {
+    "register_forward_hook": ("module", None, "tensor"),
+    "register_module_forward_hook": ("module", None, "tensor"),
+    "register_forward_pre_hook": ("module", None),
+    "register_module_forward_pre_hook": ("module", None),
+    "register_full_backward_hook": ("module", None, None),
+    "register_module_full_backward_hook": ("module", None, None),
+    "register_full_backward_pre_hook": ("module", None),
+    "register_backward_hook": ("module", None, None),
+    "register_hook": ("tensor",),
+}
 
 #: contexts and decorators that turn gradients off: a loop running a model on its items inside one
 #: is an evaluation loop (``analysis.eval_loops``)

@@ -330,3 +330,70 @@ def test_a_function_passed_to_another_file_learns_the_kinds_it_is_called_with(
     """) if passed else "")
     found = _lint(tmp_path, {"client.py": _CLIENT, "run.py": run})
     assert ("run.py", line, "SFL106") in found
+
+
+_MONITOR = """
+    import torch
+    class Saturation:
+        def __init__(self):
+            self.count = 0
+        def __call__(self, module, inputs, output):
+            self.count += int((output.abs() > 10).any())
+"""
+
+
+@pytest.mark.parametrize("register,line,per_step", [
+    ("model.head.register_forward_hook(Saturation())", 7, True),
+    ("model.head.register_forward_hook(monitor)", 7, True),
+    ("model.head.register_forward_hook(nan_guard('head'))", 6, True),
+    ("torch.nn.modules.module.register_module_forward_hook(nan_guard('all'))", 6, True),
+    ("model.head.register_forward_hook", 7, False),  # named, never registered
+])
+def test_a_forward_hook_runs_at_every_forward(tmp_path, register: str, line: int, per_step: bool) -> None:
+    train = f"""
+        import torch
+        from monitor import Saturation
+        def nan_guard(name):
+            def hook(module, inputs, output):
+                if not torch.isfinite(output).all():
+                    raise FloatingPointError(name)
+            return hook
+        def main(model, opt, loader):
+            monitor = Saturation()
+            {register}
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+                opt.step()
+    """
+    found = _lint(tmp_path, {"monitor.py": _MONITOR, "train.py": train})
+    path = "monitor.py" if line == 7 else "train.py"
+    code = "SFL105" if line == 7 else "SFL106"
+    assert ((path, line, code) in found) is per_step
+
+
+def test_per_pass_hook_registrations_are_module_and_tensor_methods() -> None:
+    torch = pytest.importorskip("torch")
+    from syncfree_lint.knowledge.frequency import PER_PASS_HOOK_REGISTRATIONS
+
+    for name in PER_PASS_HOOK_REGISTRATIONS:
+        assert hasattr(torch.nn.Module, name) or hasattr(torch.Tensor, name) \
+            or hasattr(torch.nn.modules.module, name), name
+
+
+def test_a_hook_registered_and_removed_around_one_forward_runs_there(tmp_path) -> None:
+    source = """
+        import torch
+        def check(module, inputs):
+            assert module.ready.item() == 0
+        def initialize(model, batch):
+            handles = [m.register_forward_pre_hook(check) for m in model.modules()]
+            model(batch)
+            for handle in handles:
+                handle.remove()
+        def main(model, opt, loader):
+            initialize(model, next(iter(loader)))
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+                opt.step()
+    """
+    assert not _lint(tmp_path, {"t.py": source})
