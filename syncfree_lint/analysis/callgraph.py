@@ -310,7 +310,17 @@ def _same_project(root: str, importer_root: str) -> bool:
 
 def _only_method(index: FunctionIndex, method: str, importer_root: str) -> List[str]:
     """The methods named ``method`` of the importer's project when exactly one of them has a body
-    (with the do-nothing declarations it overrides); none when several classes define it."""
+    (with the do-nothing declarations it overrides); none when several classes define it. Kept per
+    index content (``_IndexMemo.version``): a run asks the same names many times."""
+    key = (_MEMO.version, id(index), len(index), method, importer_root)
+    if key in _ONLY_METHOD:
+        return list(_ONLY_METHOD[key])
+    if len(_ONLY_METHOD) > 200_000 or (_ONLY_METHOD and next(iter(_ONLY_METHOD))[:3] != key[:3]):
+        _ONLY_METHOD.clear()
     found = [fid for root, fid in index.get(METHOD_KEY + method, ()) if _same_project(root, importer_root)]
     declared = {fid for root, fid in index.get(DECLARED_KEY + method, ()) if _same_project(root, importer_root)}
-    return found if len([fid for fid in found if fid not in declared]) == 1 else []
+    out = _ONLY_METHOD[key] = found if len([fid for fid in found if fid not in declared]) == 1 else []
+    return list(out)
+
+
+_ONLY_METHOD: Dict[Tuple[int, int, int, str, str], List[str]] = {}
