@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, by_method_name
+from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, SelfRef, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -71,6 +71,7 @@ class BindingsMixin:
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
     _tests_off_option: Callable[[cst.BaseExpression], bool]
+    method_by_name: Callable[[cst.BaseExpression], Optional[DottedRef]]
     metric_sites: Dict[str, "MetricSite"]
     all_metric_sites: List["MetricSite"]
     kind: Callable[[cst.BaseExpression], Optional[str]]
@@ -227,15 +228,19 @@ class BindingsMixin:
                 if key in self.returns:
                     return self.returns[key]
             return None
-        return self._imported_call_kind(func) or self._method_by_name_kind(func)
+        return self._imported_call_kind(func) or self._method_call_kind(func)
 
-    def _method_by_name_kind(self, func: cst.BaseExpression) -> Optional[str]:
-        """What ``renderer.render(rays)`` returns when nothing says what ``renderer`` is: the return
-        kind of the one project method of that name (``calls.by_method_name``), once the run says."""
-        ref = by_method_name(func.attr.value) if isinstance(func, cst.Attribute) and not (
-            isinstance(func.value, cst.Name) and (func.value.value == "self" or self.imports.imported(func.value.value))) \
-            and self.kind(func.value) is None else None
-        if ref is None:
+    def _method_call_kind(self, func: cst.BaseExpression) -> Optional[str]:
+        """What ``renderer.render(rays)`` returns: the method of ``renderer``'s class when it is known
+        (``renderer = Renderer(...)``), else the one project method of that name
+        (``calls.by_method_name``); another file's, once the run says."""
+        cls = self.instances.lookup(".".join(self._prefix), func.value.value) \
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else None
+        ref = method_ref(cls, func.attr.value) if cls is not None and isinstance(func, cst.Attribute) \
+            else self.method_by_name(func)
+        if isinstance(ref, SelfRef):
+            return self.returns.get(f"{ref.class_qualname}.{ref.method}")
+        if not isinstance(ref, DottedRef):
             return None
         kind = self.imported_returns.get(ref.qualname)
         if kind is None:

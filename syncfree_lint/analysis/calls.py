@@ -199,9 +199,19 @@ class CallsMixin:
         the method by its name when nothing says what the receiver is."""
         if ref is not None and (self.resolve_local(ref) or ref.name.split(".")[0] in self.classes):
             return ref
-        if self.kind(func.value) is not None:
-            return ref
-        return by_method_name(func.attr.value) or ref
+        return self.method_by_name(func) or ref
+
+    def method_by_name(self, func: cst.BaseExpression) -> Optional[DottedRef]:
+        """``renderer.render(...)`` where nothing says what ``renderer`` is (not ``self``, an import, a
+        class of this file or an instance of a known class, and of no known kind): the call by the
+        method's name (``by_method_name``), for the call graph and for what the call returns."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        head = func.value.value if isinstance(func.value, cst.Name) else None
+        if head is not None and (head == "self" or head in self.classes or self.imports.imported(head)
+                                 or self.instances.lookup(".".join(self._prefix), head) is not None):
+            return None
+        return by_method_name(func.attr.value) if self.kind(func.value) is None else None
 
     def inherited(self, ref: SelfRef) -> Optional[DottedRef]:
         """``self.m()`` where neither the class nor a local base defines ``m``: the method of the

@@ -397,3 +397,31 @@ def test_a_hook_registered_and_removed_around_one_forward_runs_there(tmp_path) -
                 opt.step()
     """
     assert not _lint(tmp_path, {"t.py": source})
+
+
+def test_what_a_method_of_an_instance_of_a_known_class_returns_is_learned(tmp_path) -> None:
+    """`renderer = Renderer(net)`: `renderer.render_views(x)` returns what that class's method returns,
+    even where another class defines a method of the same name."""
+    renderer = """
+        import torch
+        class Renderer:
+            def __init__(self, net):
+                self.net = net
+            def render_views(self, rays):
+                return torch.sigmoid(self.net(rays))
+        class Other:
+            def render_views(self, rays):
+                return rays
+    """
+    train = """
+        from renderer import Renderer
+        def train(model, opt, loader, device, net):
+            renderer = Renderer(net)
+            for x, y in loader:
+                rgb = renderer.render_views(x.to(device))
+                (rgb - y.to(device)).pow(2).mean().backward()
+                opt.step()
+                if rgb.max() > 1:
+                    print("saturated")
+    """
+    assert ("train.py", 9, "SFL106") in _lint(tmp_path, {"renderer.py": renderer, "train.py": train})
