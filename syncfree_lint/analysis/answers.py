@@ -4,18 +4,28 @@ with the walk in ``analysis.module``. Mixed into ``ModuleAnalysis``; reads, neve
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.eval_loops import decorated_grad_off
 from syncfree_lint.analysis.filefacts import ExternalKinds, Finding
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable
 from syncfree_lint.analysis.metric_sites import MetricSite
 from syncfree_lint.analysis.model import Keyed
-from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, is_flag_guard
+from syncfree_lint.analysis.scope import (
+    ClassFrame, FunctionFrame, LoopFrame,
+)
+from syncfree_lint.analysis.guards import (
+    is_flag_guard,
+)
+from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
 from syncfree_lint.knowledge.meters import MeterShape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.calls import CallRef
 
 
 class AnswersMixin:
@@ -27,6 +37,9 @@ class AnswersMixin:
     function: Optional[FunctionFrame]
     statement: Optional[cst.CSTNode]
     loops: List[LoopFrame]
+    functions: Dict[str, FunctionFrame]
+    resolve_local: Callable[["CallRef"], List[str]]
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
     findings: List[Finding]
     all_metric_sites: List[MetricSite]
     metric_escapes: Set[str]
@@ -79,6 +92,23 @@ class AnswersMixin:
             return True
         name = dotted(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         return name is not None and tensors.looks_like_module(name) and not self.imports.imported(name.split(".")[0])
+
+    def _runs_model(self, call: cst.Call) -> bool:
+        """``sample(policy, prompt)`` (handed a model and no data loader), ``policy(x)``, or
+        ``agent.act(obs)`` (a method of a model that no library class shares)."""
+        kinds = [self.kind(arg.value) for arg in call.args]
+        if tensors.MODULE in kinds:
+            return not any(kind in tensors.LOADERS for kind in kinds)
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value not in LIBRARY_METHOD_NAMES \
+                and self.kind(func.value) == tensors.MODULE:
+            return True
+        return bool(call.args) and self.kind(func) == tensors.MODULE
+
+    def _grad_off_function(self, ref: Optional["CallRef"]) -> bool:
+        """A function of this file decorated ``@torch.no_grad()`` (or ``inference_mode``)."""
+        return ref is not None and any(isinstance(frame.node, cst.FunctionDef) and decorated_grad_off(frame.node, self.qualname)
+                                       for frame in map(self.functions.get, self.resolve_local(ref)) if frame is not None)
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """Positive evidence that ``expr`` is a tensor that may live on an accelerator."""

@@ -14,22 +14,22 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, SelfRef, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.nodes import constant_items
 from syncfree_lint.analysis.instances import (
-    ClassRef,
     InstanceTable,
     ScopedNames,
-    annotated_class,
     class_of_elements,
-    class_of_kind,
-    constructed_class,
-    unwrap_returning_self,
+    paired_elements,
 )
-from syncfree_lint.analysis.scope import has_modulo
+from syncfree_lint.analysis.guards import (
+    has_modulo,
+)
 from syncfree_lint.knowledge import torch_api as api
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
     from syncfree_lint.analysis.metric_sites import MetricSite
+    from syncfree_lint.analysis.passed_callables import PassedCallables
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
 
 
@@ -41,6 +41,8 @@ INTERVAL_FLAG = " %?"
 EVERY_STEP = " =1"
 #: suffix of a key recording that a parameter is a switch that is off by default (``debug=False``)
 OFF_BY_DEFAULT = " off"
+#: suffix of a key recording what calling a name bound to a lambda returns (``f = lambda m: -10 * torch.log10(m)``)
+CALL_RESULT = " ()"
 #: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
 _TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
 
@@ -79,6 +81,9 @@ class BindingsMixin:
     resolve_local: Callable[["CallRef"], List[str]]
     alternative_refs: Callable[[cst.BaseExpression], List["CallRef"]]
     _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
+    _remember_instance: Callable[[str, cst.BaseExpression], None]
+    _remember_attribute_class: Callable[[str, cst.BaseExpression], None]
+    passed_callables: "PassedCallables"
 
     def lookup(self, name: str) -> Optional[str]:
         for env in reversed(self._envs):
@@ -100,6 +105,8 @@ class BindingsMixin:
         env.pop(name + INTERVAL_FLAG, None)
         env.pop(name + EVERY_STEP, None)
         env.pop(name + OFF_BY_DEFAULT, None)
+        env.pop(name + tensors.HOST_KEYS, None)
+        env.pop(name + CALL_RESULT, None)
         if name.startswith("self.") and self.class_frame is not None:
             self.class_frame.attrs.pop(name + EVERY_STEP, None)
         if name.startswith("self.") and self.class_frame is not None and self.function is not None:
@@ -136,9 +143,15 @@ class BindingsMixin:
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
         if len(targets) == 1 and isinstance(targets[0], cst.Name):
             self._remember_instance(targets[0].value, value)
+        for target, part in paired_elements(targets, value):  # `meter, rng = Meter(), Rng()`
+            name = dotted(target)
+            if isinstance(target, cst.Name):
+                self._remember_instance(target.value, part)
+            elif name is not None and name.startswith("self."):
+                self._remember_attribute_class(name, part)
         if len(targets) == 1:
             target_name = dotted(targets[0])
-            if target_name is not None and target_name.startswith("self.") and isinstance(value, cst.Call):
+            if target_name is not None and target_name.startswith("self."):
                 self._remember_attribute_class(target_name, value)
             if target_name is not None:
                 site = self._metric_site(target_name, value)
@@ -180,9 +193,24 @@ class BindingsMixin:
                         self._bind_target(element.value, kind)
                     continue
             self._bind_target(target, self.kind(value))
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.Lambda):
+            self._envs[-1][targets[0].value + CALL_RESULT] = self._lambda_result(value)
+        host_keys = [key for key, item in constant_items(value) if self.kind(item) not in tensors.DEVICE_TENSORS]
+        if host_keys and len(targets) == 1 and isinstance(targets[0], cst.Name):
+            self._envs[-1][targets[0].value + tensors.HOST_KEYS] = "\0".join(host_keys)
         if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.IfExp) \
                 and isinstance(value.orelse, cst.Name) and value.orelse.value == "None" and self._tests_off_option(value.test):
             self._envs[-1][targets[0].value + OFF_BY_DEFAULT] = tensors.OTHER  # `x = X() if args.opt else None`
+
+    def _lambda_result(self, node: cst.Lambda) -> Optional[str]:
+        """The kind of the lambda's body with its parameters unknown."""
+        params = node.params
+        self._envs.append({p.name.value: None for p in (*params.posonly_params, *params.params, *params.kwonly_params)})
+        try:
+            return self.kind(node.body)
+        finally:
+            self._envs.pop()
+            self._kinds.clear()
 
     def _holds_one(self, value: cst.BaseExpression) -> bool:
         """``1``, or a name that holds 1 here (a parameter defaulting to 1)."""
@@ -222,6 +250,9 @@ class BindingsMixin:
             if held is not None:  # `build = make_pinned if pin else make`; `step = torch.compile(train_step)`
                 found = {self._ref_return_kind(ref) for ref in [held] + self.alternative_refs(func)}
                 return found.pop() if len(found) == 1 else None
+            result = self.lookup(name + CALL_RESULT)
+            if result is not None:
+                return result
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             if self.class_frame is not None:
                 key = f"{self.class_frame.qualname}.{func.attr.value}"
@@ -296,6 +327,8 @@ class BindingsMixin:
         are host values (``for k, v in batch.items()``), a loader gives batches (``item_kind``:
         host tensors when the loop moves them to a device itself); a list of instances of one
         class (``for hook in hooks:``) gives instances of it."""
+        if isinstance(iterable, cst.Name) and isinstance(target, cst.Name) and self.function is not None:
+            self.passed_callables.loop_over(self.function, target.value, iterable.value)
         items = class_of_elements(self.kind(iterable))
         if items is not None and isinstance(target, cst.Name):
             self._bind_target(target, None)
@@ -426,70 +459,3 @@ class BindingsMixin:
         name = node.args[0].value.evaluated_value
         if isinstance(name, str) and name.isidentifier() and frame.attrs.get(f"self.{name}") is None:
             frame.attrs[f"self.{name}"] = tensors.TENSOR
-
-    def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
-        """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
-        ``step = torch.compile(train_step)``: calls of ``step()`` run ``train_step``."""
-        scope = ".".join(self._prefix)
-        cls = constructed_class(value, self.classes, self.imports)
-        inner = unwrap_returning_self(value)
-        if cls is None and inner is not value and isinstance(inner, cst.Name):  # `model = model.to(device)`
-            cls = self.instances.lookup(scope, inner.value)
-        if cls is None and isinstance(value, cst.Call) and value.args and isinstance(value.args[0].value, cst.Name) \
-                and self.wraps_callable(value):
-            cls = self.instances.lookup(scope, value.args[0].value.value)  # `model = torch.compile(model)`
-        if cls is None and isinstance(value, cst.Call):  # `trainer = build_trainer(cfg)`: what the factory returns
-            cls = self._local_class(class_of_kind(self.kind(value)))
-            origin = self.qualname(value.func) if cls is None and isinstance(value.func, (cst.Name, cst.Attribute)) else None
-            if origin is not None or self.results_of.lookup(scope, name) is not None:
-                self.results_of.bind(scope, name, origin if origin in self.unknown_imports else None)
-        if cls is not None or self.instances.lookup(scope, name) is not None:
-            self.instances.bind(scope, name, cls)
-        function = self.function_value(value)
-        if function is not None or self.callables.lookup(scope, name) is not None:
-            self.callables.bind(scope, name, function)
-        other = self.function_value(value.orelse) if isinstance(value, cst.IfExp) and function is not None else None
-        if other is not None or self.alternatives.lookup(scope, name) is not None:
-            self.alternatives.bind(scope, name, other if other != function else None)
-
-    def _local_class(self, cls: Optional[ClassRef]) -> Optional[ClassRef]:
-        """``cls``, named as a class of this file when it is one (an object kind names classes by
-        their module's dotted name)."""
-        prefix = f"{self.module_name}." if self.module_name else ""
-        if cls is not None and cls.name.startswith(prefix) and cls.name[len(prefix):] in self.classes:
-            return ClassRef(True, cls.name[len(prefix):])
-        return cls
-
-    def _remember_annotated_instance(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
-        """``optim: Optimizer`` in a class body (a dataclass field) or ``self.optim: Optimizer = ...``:
-        ``self.optim.m()`` runs ``Optimizer.m``; ``meter: Meter = ...`` in a function: ``meter.m()``."""
-        cls = annotated_class(annotation, self.classes, self.imports)
-        if cls is None:
-            return
-        name = dotted(target)
-        if name is None or self.class_frame is None and "." in name:
-            return
-        if self.class_frame is not None and (self.function is None and "." not in name or name.startswith("self.")):
-            attribute = name if name.startswith("self.") else f"self.{name}"
-            self.class_frame.attr_classes[attribute] = (cls.local, cls.name)
-        elif "." not in name:
-            self.instances.bind(".".join(self._prefix), name, cls)
-
-    def _remember_attribute_class(self, name: str, value: cst.Call) -> None:
-        """``self.head = BoxHead(cfg)`` (or ``BoxHead(cfg).to(device)``): calls of ``self.head.m()``
-        run ``BoxHead.m``."""
-        unwrapped = unwrap_returning_self(value)
-        if not isinstance(unwrapped, cst.Call):
-            return
-        value = unwrapped
-        if self.class_frame is None or not isinstance(value.func, (cst.Name, cst.Attribute)):
-            return
-        text = dotted(value.func)
-        if text is None or not text.rsplit(".", 1)[-1][:1].isupper():
-            return  # classes are capitalised; a factory function's result is unknown
-        if text in self.classes:
-            self.class_frame.attr_classes[name] = (True, text)
-        elif self.imports.imported(text.split(".")[0]):
-            qual = self.imports.qualname(value.func)
-            if qual is not None:
-                self.class_frame.attr_classes[name] = (False, qual)

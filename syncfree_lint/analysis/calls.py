@@ -349,7 +349,7 @@ class CallsMixin:
                 if not isinstance(hook, DottedRef):  # this file's hook learns what torch calls it with
                     self.argument_records.append((hook, called_with, ()))
         if ref is not None:
-            self.passed_callables.function_passed(ref, isinstance(ref, SelfRef), node.args, self.function_value)
+            self.passed_callables.function_passed(ref, isinstance(ref, SelfRef), node.args, self._passed_values)
         if self.function is None and not self.loops:
             return
         for arg in node.args:
@@ -372,6 +372,16 @@ class CallsMixin:
             if isinstance(node, cst.Return) and isinstance(node.value, cst.Name):
                 return True
         return False
+
+    def _passed_values(self, expr: cst.BaseExpression) -> List[CallRef]:
+        """What an argument hands over to be called: a function (``function_value``), an object
+        whose ``__call__`` runs (``JsonlLogger(fh)``), or each of a list or tuple of them
+        (``hooks=[JsonlLogger(fh), print_loss]``)."""
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return [ref for element in expr.elements if not isinstance(element, cst.StarredElement)
+                    for ref in self._passed_values(element.value)]
+        ref = self.function_value(expr) or self._called_instance(expr)
+        return [ref] if ref is not None else []
 
     def _called_instance(self, expr: cst.BaseExpression) -> Optional[CallRef]:
         """``monitor`` (``monitor = LogitMonitor()``) or ``LogitMonitor()`` given as a callable: its ``__call__``."""

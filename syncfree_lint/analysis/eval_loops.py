@@ -31,14 +31,15 @@ def decorated_grad_off(node: cst.FunctionDef, qualname: QualName) -> bool:
 
 
 def over_range(iterable: cst.BaseExpression) -> bool:
-    """``range(n)``, ``enumerate(range(n))``, ``tqdm(range(n))``: counting, not data."""
+    """``range(n)``, ``enumerate(range(n))``, ``tqdm(range(n))``: counting, not data; nor a list
+    written out (``for model, scope in [(model, "val"), (ema, "val_ema")]``: a pass per model)."""
     while isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
         if iterable.func.value == "range":
             return True
         if not iterable.args:
             return False
         iterable = iterable.args[0].value
-    return False
+    return isinstance(iterable, (cst.List, cst.Tuple))
 
 
 def evaluates_items(body: cst.CSTNode, names: Set[str], is_model: Callable[[cst.BaseExpression], bool]) -> bool:

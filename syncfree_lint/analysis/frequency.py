@@ -14,8 +14,10 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.scope import (
-    FunctionFrame, LoopFrame, Placement, contains_step_marker, mark_step, ends_the_run, has_modulo, is_equality_guard, is_flag_guard,
-    is_host_branch, is_memo_guard, is_opt_in_call,
+    FunctionFrame, LoopFrame, Placement, acts_in_environment, contains_step_marker, mark_step,
+)
+from syncfree_lint.analysis.guards import (
+    ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_opt_in_call,
 )
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
@@ -41,6 +43,7 @@ class FrequencyMixin:
     opt_in_words: Tuple[str, ...]
     functions: Dict[str, FunctionFrame]
     _marker_functions: Set[str]
+    _stepping_functions: Set[str]
     _loop_calls: List[Tuple[LoopFrame, "CallRef"]]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
     kind: Callable[[cst.BaseExpression], Optional[str]]
@@ -191,10 +194,35 @@ class FrequencyMixin:
             return self.kind(expr) == tensors.NUMBER
         return False
 
+    def _note_marker(self, func: cst.BaseExpression) -> None:
+        """A step marker called here (``opt.step()``, ``loss.backward()``, ``envs.step(a)``)."""
+        if self.loops:
+            if self.uses_accelerator:
+                loop = self.loops[-1]
+                clears = isinstance(func, cst.Attribute) and func.attr.value == "zero_grad"
+                loop.zero_grad_only = clears and (loop.zero_grad_only or not loop.is_step)
+                mark_step(loop, f"calls {dotted(func) or 'a step marker'}()")
+                loop.optimizes = loop.optimizes or not acts_in_environment(func)
+        elif self.function is not None:
+            self._marker_functions.add(self.function.qualname)
+            if isinstance(func, cst.Attribute) and func.attr.value != "zero_grad":
+                # backward or an optimizer step in its own body: the function *is* a step
+                # (unless it turns out to hold its own step loop: an epoch function)
+                self._stepping_functions.add(self.function.qualname)
+
     def _close_loop(self) -> None:
         loop = self.loops.pop()
         if loop.is_step and loop.zero_grad_only and loop.holds_step_loop:
             loop.is_step, loop.why = False, ""  # `for epoch ...: opt.zero_grad(); for batch in loader: ...`
+        parent = self.loops[-1] if self.loops else None
+        loop.updates = loop.updates or (loop.is_step and loop.optimizes and not loop.over_loader)
+        if parent is not None and not parent.is_step:
+            # `for it in range(n): seq = sample(policy, p)` under no_grad, then minibatch updates on
+            # `seq`: each iteration is one step (a rollout, then the update on what it collected)
+            if loop.updates and parent.collects:
+                mark_step(parent, "collects data with the model, then updates on it (an on-policy iteration)")
+            parent.updates = parent.updates or loop.updates
+            parent.collects = parent.collects or loop.collects or (loop.is_step and not loop.optimizes)
         if loop.is_step and self.loops:
             self.loops[-1].holds_step_loop = True
         self.has_steps = self.has_steps or loop.is_step

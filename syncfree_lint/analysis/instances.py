@@ -11,7 +11,7 @@ files by ``run_kinds``). ``self.x = Cls()`` attributes live on the class frame
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Container, Dict, Generic, Optional, Set, Tuple, TypeVar
+from typing import Container, Dict, Generic, List, Optional, Sequence, Set, Tuple, TypeVar
 
 import libcst as cst
 
@@ -85,6 +85,19 @@ def unwrap_returning_self(value: cst.BaseExpression) -> cst.BaseExpression:
             and value.func.attr.value in _RETURNING_SELF:
         value = value.func.value
     return value
+
+
+def paired_elements(targets: Sequence[cst.BaseExpression], value: cst.BaseExpression,
+                    ) -> List[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """``a, b = A(), B()``: each target with the value it receives (none when the counts differ
+    or a side is starred)."""
+    if len(targets) != 1 or not isinstance(targets[0], (cst.Tuple, cst.List)) \
+            or not isinstance(value, (cst.Tuple, cst.List)) or len(targets[0].elements) != len(value.elements):
+        return []
+    pairs = list(zip(targets[0].elements, value.elements))
+    if any(isinstance(side, cst.StarredElement) for pair in pairs for side in pair):
+        return []
+    return [(target.value, part.value) for target, part in pairs]
 
 
 def constructed_class(value: cst.BaseExpression, classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:

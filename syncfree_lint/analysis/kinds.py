@@ -26,6 +26,9 @@ HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors u
 ACCELERATOR = "accelerator"
 METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
 OTHER = "other"
+#: suffix of an environment key holding the constant keys (joined by NUL) of a dict display whose
+#: values there are not known device tensors (``d = {"loss": loss, "lr": lr}``: ``d["lr"]`` is not one)
+HOST_KEYS = " []"
 
 DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
 _HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})

@@ -27,20 +27,22 @@ from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, turns
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames
 from syncfree_lint.analysis.narrowing import narrowed_kind, unnarrowed
+from syncfree_lint.analysis.objects import ObjectsMixin
 from syncfree_lint.analysis.passed_callables import PassedCallables
 from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.model import Checker, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
-    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_early_exit, mark_step, is_flag_exit, is_step_marker, iterated,
-    iterates_own_tensors, leaves_by_error, mentions_loader, moves_items, target_names, catches_exhaustion,
+    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_step_marker, iterated,
+    iterates_own_tensors, mentions_loader, moves_items, target_names,
 )
+from syncfree_lint.analysis.guards import catches_exhaustion, is_early_exit, is_flag_exit, leaves_by_error
 from syncfree_lint.diagnostic import Fix
 from syncfree_lint.edits import FixPlan
 from syncfree_lint.knowledge import frequency as facts
 
 
-class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin,
+class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin,
                      AnswersMixin):
     """Walks one module once, answering the shared questions for every rule."""
 
@@ -120,6 +122,7 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         self.objects_wanted: Set[str] = set()  # imported functions whose result has a method called on it
         self.callables: ScopedNames[CallRef] = ScopedNames()  # names standing for functions (``step = compile(f)``)
         self.alternatives: ScopedNames[CallRef] = ScopedNames()  # the other function of ``f if c else g``
+        self.bound_arguments: ScopedNames[Tuple[cst.Arg, ...]] = ScopedNames()  # ``partial(f, a, k=v)``'s
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
         self.pass_hooks: List[Any] = []  # (hook, statement, what torch calls it with): run at each forward/backward
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
@@ -409,23 +412,14 @@ class ModuleAnalysis(BindingsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin
         func = node.func
         qual = self.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if is_step_marker(node, qual):
-            if self.loops:
-                if self.uses_accelerator:
-                    loop = self.loops[-1]
-                    clears = isinstance(func, cst.Attribute) and func.attr.value == "zero_grad"
-                    loop.zero_grad_only = clears and (loop.zero_grad_only or not loop.is_step)
-                    mark_step(loop, f"calls {dotted(func) or 'a step marker'}()")
-            elif self.function is not None:
-                self._marker_functions.add(self.function.qualname)
-                if isinstance(func, cst.Attribute) and func.attr.value != "zero_grad":
-                    # backward or an optimizer step in its own body: the function *is* a step
-                    # (unless it turns out to hold its own step loop: an epoch function)
-                    self._stepping_functions.add(self.function.qualname)
+            self._note_marker(func)
         self._learn_from_call(node, func, qual)
         self._call_args = node.args
         ref = self._call_ref(func, qual)
+        if self.loops and (self.grad_off or self._grad_off_function(ref)) and self._runs_model(node):
+            self.loops[-1].collects = True  # a rollout (``sample(policy, prompt)`` of a no_grad function)
         for each in ([ref] if ref is not None else []) + self.alternative_refs(func):
-            self._record_arguments(each, node.args)
+            self._record_arguments(each, self.with_bound_arguments(func, node.args))
             inherited = self.inherited(each) if isinstance(each, SelfRef) else None
             if inherited is not None:  # `self.log_value(loss)` of a base in another file learns `loss`
                 self._record_arguments(inherited, node.args)

@@ -85,3 +85,22 @@ def mentions_name(node: cst.CSTNode, name: str) -> bool:
             return True
         stack.extend(code_children(current))
     return False
+
+
+def subscript_key(node: cst.Subscript) -> Optional[str]:
+    """``d["lr"]`` -> ``"lr"``: the constant string key of a one-element subscript."""
+    index = node.slice[0].slice if len(node.slice) == 1 else None
+    key = index.value if isinstance(index, cst.Index) else None
+    text = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+    return text if isinstance(text, str) else None
+
+
+def constant_items(value: cst.BaseExpression) -> List[Tuple[str, cst.BaseExpression]]:
+    """The constant string keys and their values in a dict display or a ``dict(k=v, ...)`` call."""
+    if isinstance(value, cst.Dict):
+        return [(element.key.evaluated_value, element.value) for element in value.elements
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+                and isinstance(element.key.evaluated_value, str)]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        return [(arg.keyword.value, arg.value) for arg in value.args if arg.keyword is not None]
+    return []

@@ -26,14 +26,22 @@ class PassedCallables:
     called: Dict[Tuple[str, str], List[Tuple["Placement", Optional[cst.CSTNode]]]] = field(default_factory=dict)
     #: (callee reference, is it a method called on an instance, argument position or keyword, the function passed)
     passed: List[Tuple["CallRef", bool, object, "CallRef"]] = field(default_factory=list)
+    #: (function qualname, loop variable) -> the parameter it iterates (``for hook in hooks:``)
+    elements: Dict[Tuple[str, str], str] = field(default_factory=dict)
+
+    def loop_over(self, frame: "FunctionFrame", target: str, iterable: str) -> None:
+        """``for target in iterable:`` in ``frame``: calling ``target`` calls an element of the parameter."""
+        if iterable in parameter_names(frame):
+            self.elements[(frame.qualname, target)] = iterable
 
     def parameter_called(self, frame: "FunctionFrame", name: str, placement: "Placement",
                          statement: Optional[cst.CSTNode]) -> None:
+        name = self.elements.get((frame.qualname, name), name)
         if name in parameter_names(frame):
             self.called.setdefault((frame.qualname, name), []).append((placement, statement))
 
     def function_passed(self, callee: "CallRef", bound: bool, args: Sequence[cst.Arg],
-                        value_of: Callable[[cst.BaseExpression], Optional["CallRef"]]) -> None:
+                        values_of: Callable[[cst.BaseExpression], List["CallRef"]]) -> None:
         """Record the functions ``args`` pass to ``callee`` (``bound``: ``self`` is not among them)."""
         position = 0
         for arg in args:
@@ -42,10 +50,8 @@ class PassedCallables:
             slot: object = arg.keyword.value if arg.keyword is not None else position
             if arg.keyword is None:
                 position += 1
-            if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
-                function = value_of(arg.value)
-                if function is not None:
-                    self.passed.append((callee, bound, slot, function))
+            if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.List, cst.Tuple)):
+                self.passed.extend((callee, bound, slot, function) for function in values_of(arg.value))
 
     def sites(self, resolve: Callable[["CallRef"], List[str]], functions: Dict[str, "FunctionFrame"]) -> List[CallSite]:
         """Call sites of the passed functions, where their parameters are called."""

@@ -36,6 +36,7 @@ from syncfree_lint.analysis.callgraph import (
 from syncfree_lint.analysis.arguments import PARAMETER_KEY
 from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
 from syncfree_lint.analysis.instances import class_of_kind
+from syncfree_lint.knowledge.frequency import MODULE_BASE_SUFFIXES
 from syncfree_lint.knowledge.meters import MeterShape
 
 #: return kinds worth a second walk of the caller: they make reads of the result findings (a
@@ -57,6 +58,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     for facts in all_facts:
         returned.update(facts.returns)
     learned_returns: Dict[str, Dict[str, str]] = {}
+    modules = module_classes(all_facts)
     owners: Set[str] = set()  # dotted names that own a function of the run (modules and classes), when asked
     factories = _factory_modules(all_facts)
     unread: Dict[str, Set[str]] = {}  # skipped files whose functions' results a step needs: path -> qualnames
@@ -66,6 +68,9 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
         if facts.path not in live:
             continue
         for name in sorted(facts.unknown_imports):
+            if name in modules:  # `policy = TinyLM().to(device)`: an `nn.Module` of another file
+                learned_returns.setdefault(facts.path, {})[name] = tensors.MODULE
+                continue
             targets = lookup(index, name, facts.root)
             in_skipped = _in_skipped_file(name, factories) if not targets and factories else None
             if in_skipped is not None:  # `create_diffusion()` of a package __init__ with no torch word
@@ -174,6 +179,21 @@ def _project_object(kind: str, index: FunctionIndex, owners: Set[str]) -> bool:
     if not owners:
         owners.update(name.rpartition(".")[0] for name in index)
     return cls.name in owners or CLASS_KEY + cls.name in index
+
+
+def module_classes(all_facts: Sequence[FileFacts]) -> Set[str]:
+    """Dotted names of the run's classes that are ``nn.Module``s: a base from ``torch.nn`` or
+    named like a module base (``knowledge.frequency.MODULE_BASE_SUFFIXES``), or a module class of
+    the run as a base (in any file)."""
+    bases = {name: parents for facts in all_facts for name, parents in facts.classes.items()}
+    found = {name for name, parents in bases.items() if any(
+        parent.startswith("torch.nn.") or parent.rsplit(".", 1)[-1].endswith(MODULE_BASE_SUFFIXES) for parent in parents)}
+    grew = True
+    while grew:
+        more = {name for name, parents in bases.items() if name not in found and any(p in found for p in parents)}
+        found |= more
+        grew = bool(more)
+    return found
 
 
 def holds_object_of(external: ExternalKinds, modules: Collection[str]) -> bool:

@@ -8,7 +8,7 @@ inside functions stay *conditional* until ``reachable`` has seen the whole call 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -38,12 +38,16 @@ class FunctionFrame:
 
 class LoopFrame:
     __slots__ = ("is_step", "rest_guarded", "function", "node", "guards_outside", "function_guarded_outside", "why",
-                 "zero_grad_only", "holds_step_loop")
+                 "zero_grad_only", "holds_step_loop", "over_loader", "optimizes", "collects", "updates")
 
     def __init__(self, over_loader: bool, function: Optional["FunctionFrame"], node: cst.CSTNode,
                  guards_outside: int = 0, function_guarded_outside: bool = False) -> None:
         self.node = node  # the loop statement, for the reach chain
-        self.is_step = over_loader  # a marker call in its own body makes it one too
+        self.is_step = self.over_loader = over_loader  # a marker call in its own body makes it one too
+        # an on-policy iteration (``frequency``): a marker other than an environment's ``step()`` in its
+        # body; the model run with gradients off (or an environment acted in) before its update
+        # loop; it holds an update loop (a step loop not over a loader)
+        self.optimizes = self.collects = self.updates = False
         self.why = ""  # what makes it a step loop, for the reach chain (``--show-reach``)
         # its only marker is ``zero_grad()``, and a loop inside it is a step loop: an epoch loop
         # that clears the gradients before its batch loop (settled when it closes)
@@ -152,6 +156,11 @@ def is_step_marker(call: cst.Call, qualname: Optional[str]) -> bool:
     return False
 
 
+def acts_in_environment(func: cst.BaseExpression) -> bool:
+    """``envs.step`` (a marker that acts in an environment, not one that updates a model)."""
+    return isinstance(func, cst.Attribute) and func.attr.value == "step" and facts.is_environment_name(dotted(func.value) or "")
+
+
 def contains_step_marker(node: cst.CSTNode, qualname: "Callable[[cst.BaseExpression], Optional[str]]") -> bool:
     """True when a statement or suite calls a step marker anywhere inside it (not in nested defs)."""
     stack: List[cst.CSTNode] = [node]
@@ -256,218 +265,6 @@ def moves_items(body: cst.CSTNode, names: Set[str]) -> bool:
         ):
             return True
     return False
-
-
-def has_modulo(expr: cst.BaseExpression) -> bool:
-    """True when a test uses ``%`` on numbers (an interval guard), not string formatting."""
-    stack: List[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Modulo) and not isinstance(
-                node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-            ):
-                return True
-            stack.extend((node.left, node.right))
-        elif isinstance(node, cst.Comparison):
-            stack.append(node.left)
-            stack.extend(t.comparator for t in node.comparisons)
-        elif isinstance(node, cst.BooleanOperation):
-            stack.extend((node.left, node.right))
-        elif isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)
-        elif isinstance(node, cst.Call):
-            stack.extend(arg.value for arg in node.args)
-    return False
-
-
-def _flag_name(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Call):  # ``if self.should_log():`` / ``if is_debug():``
-        return _flag_name(expr.func)
-    return None
-
-
-def is_flag_guard(expr: cst.BaseExpression, logging_words: Sequence[str], opt_in_words: Sequence[str]) -> bool:
-    """``if args.with_tracking:`` (logs only), ``if self.cfg.debug:`` (opt-in): not per step.
-
-    ``a and b`` is guarded when either side is; ``not flag`` is the flag's own branch inverted
-    and is not a guard here (see ``is_negated_flag`` for early exits)."""
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return is_flag_guard(expr.left, logging_words, opt_in_words) or is_flag_guard(expr.right, logging_words, opt_in_words)
-    name = _flag_name(expr)
-    if name is None:
-        return False
-    return facts.words_match(name, logging_words) or facts.words_match(name, opt_in_words)
-
-
-def is_negated_flag(expr: cst.BaseExpression) -> bool:
-    """``not should_log`` / ``not self.is_log_step(step)``: the usual form of an early exit."""
-    return (
-        isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not)
-        and _flag_name(expr.expression) is not None
-    )
-
-
-def is_flag_exit(node: cst.If) -> bool:
-    """``if not should_log: return``: a negated flag whose branch leaves with nothing. A branch
-    that returns a value (``if not self.losses: return float("nan")``) answers an empty input;
-    what follows it still runs whenever there is something to compute."""
-    if not is_negated_flag(node.test) or is_early_exit(node) != "return":
-        return False
-    first = node.body.body[0]
-    only = first.body[0] if isinstance(first, cst.SimpleStatementLine) else first
-    value = only.value if isinstance(only, cst.Return) else None
-    return value is None or isinstance(value, cst.Name) and value.value == "None"
-
-
-def is_host_branch(expr: cst.BaseExpression) -> bool:
-    """``if t.device == torch.device("cpu"):`` / ``if t.device.type == "cpu":`` (no device here)."""
-    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
-        return False
-    if not isinstance(expr.comparisons[0].operator, (cst.Equal, cst.Is)):
-        return False
-    sides = (expr.left, expr.comparisons[0].comparator)
-    mentions_device = any(
-        isinstance(side, cst.Attribute) and side.attr.value in ("device", "type", "is_cpu") for side in sides
-    )
-    if not mentions_device:  # ``FLAGS.auc_device == "CPU"``
-        mentions_device = any(
-            isinstance(side, (cst.Attribute, cst.Name)) and facts.words_match(dotted_last(side), ("device",))
-            for side in sides
-        )
-    says_cpu = any(
-        (isinstance(side, cst.SimpleString) and "cpu" in side.value.lower())
-        or (isinstance(side, cst.Call) and any(isinstance(a.value, cst.SimpleString) and "cpu" in a.value.value for a in side.args))
-        for side in sides
-    )
-    return mentions_device and says_cpu
-
-
-def dotted_last(expr: cst.BaseExpression) -> str:
-    return expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
-
-
-def ends_the_run(node: cst.If) -> bool:
-    """``if bad: log(...); raise ...`` / ``sys.exit(1)``: a branch that always leaves by an error
-    or a process exit runs at most once per run, however often its test is evaluated."""
-    return leaves_by_error(node.body)
-
-
-def catches_exhaustion(handler: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> bool:
-    """``except StopIteration:`` around ``next(batches)``: the handler runs when the data runs out,
-    once per pass over it (an epoch), not per step."""
-    caught = handler.type
-    names = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
-    return any(isinstance(name, cst.Name) and name.value == "StopIteration" for name in names)
-
-
-def leaves_by_error(body: cst.BaseSuite) -> bool:
-    """A block whose last statement raises or exits the process (an ``if`` body, an ``except``
-    handler that re-raises)."""
-    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1]
-    if isinstance(last, cst.Raise):
-        return True
-    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
-        return dotted(last.value.func) in facts.PROCESS_EXITS
-    return False
-
-
-def is_early_exit(node: cst.If) -> Optional[str]:
-    """``return``/``continue`` when the if-body only leaves the function/loop, else None."""
-    if node.orelse is not None:
-        return None
-    body = node.body
-    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
-    small: List[cst.CSTNode] = []
-    for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
-            small.extend(statement.body)
-        else:
-            small.append(statement)
-    if len(small) != 1:
-        return None
-    only = small[0]
-    if isinstance(only, cst.Return):
-        return "return"
-    if isinstance(only, cst.Continue):
-        return "continue"
-    return None
-
-
-# ------------------------------------------------------------------ the whole-run call graph
-
-def is_opt_in_call(expr: cst.BaseExpression, qualname: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
-    """``if torch.onnx.is_in_onnx_export():``: a branch a normal training run never takes."""
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return is_opt_in_call(expr.left, qualname) or is_opt_in_call(expr.right, qualname)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
-        return qualname(expr.func) in facts.OPT_IN_CALLS
-    return False
-
-
-def is_equality_guard(expr: cst.BaseExpression, is_host_number: Callable[[cst.BaseExpression], bool]) -> bool:
-    """``if batch_idx == 0:`` / ``if step == warmup_steps:``: a branch taken once, not per step.
-
-    One ``==`` between host numbers, one side a number literal or a counter; ``a and b`` is
-    guarded when either side is."""
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return is_equality_guard(expr.left, is_host_number) or is_equality_guard(expr.right, is_host_number)
-    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
-        return False
-    if not isinstance(expr.comparisons[0].operator, cst.Equal):
-        return False
-    sides = (expr.left, expr.comparisons[0].comparator)
-    literal = any(isinstance(side, cst.Integer) for side in sides)
-    counters = sum(1 for side in sides if is_host_number(side))
-    return (literal and counters >= 1) or counters == 2
-
-
-def is_memo_guard(node: cst.If) -> bool:
-    """``if key not in cache: ... cache[key] = ...`` / ``if self.x is None: ... self.x = ...``: the
-    body fills what the test checks, so it runs once (per key), not per step."""
-    test = node.test
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or node.orelse is not None:
-        return False
-    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-    if isinstance(operator, cst.NotIn):
-        holder, subscripted = dotted(right), True
-    elif isinstance(operator, cst.Is) and isinstance(right, cst.Name) and right.value == "None":
-        holder, subscripted = dotted(test.left), False
-    else:
-        return False
-    if holder is None:
-        return False
-    for statement in _small_statements(node.body):
-        if isinstance(statement, cst.Assign):
-            for target in statement.targets:
-                filled: cst.BaseExpression = target.target
-                if subscripted and isinstance(filled, cst.Subscript):
-                    filled = filled.value
-                elif subscripted:
-                    continue
-                if dotted(filled) == holder:
-                    return True
-    return False
-
-
-def _small_statements(body: cst.BaseSuite) -> List[cst.CSTNode]:
-    """The simple statements directly in a block (not in nested blocks)."""
-    out: List[cst.CSTNode] = []
-    for statement in getattr(body, "body", ()):
-        if isinstance(statement, cst.SimpleStatementLine):
-            out.extend(statement.body)
-        elif isinstance(statement, cst.BaseSmallStatement):
-            out.append(statement)
-    return out
 
 
 def iterated(iterable: cst.BaseExpression) -> cst.BaseExpression:

@@ -7,13 +7,13 @@ tensors have (``.item()``) may.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import AbstractSet, Callable, Optional, Sequence
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.call_args import keyword_value, positional
-from syncfree_lint.analysis.nodes import sequence_elements
+from syncfree_lint.analysis.nodes import sequence_elements, subscript_key
 from syncfree_lint.analysis.scope import mentions_loader, moves_each_item
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.knowledge.frequency import is_environment_name, is_module_name
@@ -22,6 +22,7 @@ from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysi
     BATCH as BATCH,
     DEVICE_TENSORS as DEVICE_TENSORS,
     HOST_BATCH as HOST_BATCH,
+    HOST_KEYS as HOST_KEYS,
     HOST_LOADER as HOST_LOADER,
     HOST_TENSOR as HOST_TENSOR,
     LOADER as LOADER,
@@ -164,14 +165,15 @@ class TensorInference:
                 position = int(index.value.value)
                 return elements[position] if position < len(elements) else None
             return None
-        if base == METRIC:
-            return METRIC
-        if base == MASK:  # rows and slices of a mask are masks (`x[keep[i]]`)
-            return MASK
-        if base == TENSOR:
-            return TENSOR
-        if base in (BATCH, TENSORS) and _names_a_mask(node):
+        if base in (METRIC, MASK, TENSOR):  # rows and slices of a mask are masks (`x[keep[i]]`)
+            return base
+        if base in (BATCH, TENSORS) and _names_words(node, api.MASK_KEY_WORDS):
             return MASK  # `batch["loss_mask"]` on the device: a boolean mask by its name
+        if base == TENSORS and isinstance(node.value, cst.Name) \
+                and subscript_key(node) in (self.lookup(node.value.value + HOST_KEYS) or "").split("\0"):
+            return None  # `d["lr"]` of `d = {"loss": loss, "lr": lr}`: the host value put there
+        if base == TENSORS and _names_words(node, api.COUNTER_KEY_WORDS):
+            return NUMBER  # `state["step"]` beside the losses handed to a callback
         if base == TENSORS:  # loss_dict["loss"] / tensors[0]; a slice is still a container
             sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
             return TENSORS if sliced else TENSOR
@@ -182,7 +184,7 @@ class TensorInference:
     def _UnaryOperation(self, node: cst.UnaryOperation) -> Optional[str]:
         inner = self.kind(node.expression)
         if isinstance(node.operator, cst.Not):
-            return OTHER if inner not in DEVICE_TENSORS else OTHER
+            return OTHER
         if isinstance(node.operator, cst.BitInvert) and inner == MASK:
             return MASK
         if inner in DEVICE_TENSORS:
@@ -289,9 +291,9 @@ class TensorInference:
                     isinstance(first, (cst.GeneratorExp, cst.ListComp)) and self.kind(first.elt) in DEVICE_TENSORS)):
                 return TENSOR
         if qual in api.NUMBER_CALLS or qual.startswith("math."):
-            if qual == "float" or qual == "int":
-                return NUMBER
             return NUMBER
+        if qual == "dict" and any(self.kind(arg.value) in (DEVICE_TENSORS if arg.keyword else {TENSORS}) for arg in node.args):
+            return TENSORS  # `dict(loss=loss.detach(), acc=acc)`, `dict(losses)`
         if qual in api.OTHER_CALLS:
             return OTHER
         if qual.startswith("numpy.") or qual == "numpy":
@@ -482,12 +484,10 @@ _DISPATCH = {
 }
 
 
-def _names_a_mask(node: cst.Subscript) -> bool:
-    """``batch["loss_mask"]``: a string key that names a mask (``knowledge.torch_api.MASK_KEY_WORDS``)."""
-    index = node.slice[0].slice if len(node.slice) == 1 else None
-    key = index.value if isinstance(index, cst.Index) else None
-    text = key.evaluated_value if isinstance(key, cst.SimpleString) else None
-    return isinstance(text, str) and any(word in text.lower().split("_") for word in api.MASK_KEY_WORDS)
+def _names_words(node: cst.Subscript, words: AbstractSet[str]) -> bool:
+    """``batch["loss_mask"]`` for ``{"mask"}``: a string key holding one of ``words`` as a whole ``_`` word."""
+    text = subscript_key(node)
+    return text is not None and any(word in text.lower().split("_") for word in words)
 
 
 def _assembled(sequence: cst.BaseExpression, elements: Sequence[cst.BaseExpression], kinds: Sequence[Optional[str]]) -> bool:

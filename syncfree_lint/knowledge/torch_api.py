@@ -148,3 +148,7 @@ ISINSTANCE_KINDS: Dict[str, str] = {
 #: whole ``_``-separated word, so ``"masked_ids"`` is not one): indexing a tensor with it has a
 #: data-dependent shape (``analysis.tensors``)
 MASK_KEY_WORDS = frozenset({"mask"})
+#: words of a key of a dict of device tensors built in the program that name a training counter
+#: (``state["step"]``, ``logs["global_step"]``, ``info["epoch"]``): the loop's Python int put
+#: beside the losses, not a tensor (a loader's batch is not such a dict: ``batch["idx"]`` is a tensor)
+COUNTER_KEY_WORDS = frozenset({"step", "epoch", "iteration", "iter"})

@@ -10,7 +10,10 @@ import pytest
 from syncfree_lint.analysis.device import may_use_accelerator
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.scope import (
-    is_equality_guard, is_flag_guard, is_host_branch, is_negated_flag, is_opt_in_call, mentions_loader,
+    mentions_loader,
+)
+from syncfree_lint.analysis.guards import (
+    is_equality_guard, is_flag_guard, is_host_branch, is_negated_flag, is_opt_in_call,
 )
 from syncfree_lint.config import Config, ConfigError, config_from_table
 from syncfree_lint.knowledge import frequency as facts

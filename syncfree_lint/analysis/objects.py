@@ -1,0 +1,119 @@
+"""Names that hold objects: instances of a known class, functions, and the arguments a
+``functools.partial`` binds.
+
+``meter = Meter()`` makes ``meter.update(x)`` run ``Meter.update``; ``step = torch.compile(train_step)``
+makes ``step(b)`` run ``train_step``; ``on_step = partial(log_scalars, writer, prefix="train")``
+makes ``on_step(i, d)`` run ``log_scalars(writer, i, d, prefix="train")``. The walk (``ModuleAnalysis``)
+records these as assignments finish; calls read them back (``analysis.calls``, ``analysis.arguments``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from syncfree_lint.analysis.imports import ImportMap, dotted
+from syncfree_lint.analysis.instances import (
+    ClassRef,
+    InstanceTable,
+    ScopedNames,
+    annotated_class,
+    class_of_kind,
+    constructed_class,
+    unwrap_returning_self,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.calls import CallRef
+    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
+
+#: what binds a function's first arguments and keywords, keeping the function (``knowledge`` of one name)
+_PARTIAL = "functools.partial"
+
+
+class ObjectsMixin:
+    """Instances, functions and bound arguments held by names, for ``ModuleAnalysis``."""
+
+    imports: ImportMap
+    classes: Dict[str, "ClassFrame"]
+    class_frame: Optional["ClassFrame"]
+    function: Optional["FunctionFrame"]
+    module_name: str
+    unknown_imports: Set[str]
+    results_of: ScopedNames[str]
+    instances: InstanceTable
+    callables: ScopedNames["CallRef"]
+    alternatives: ScopedNames["CallRef"]
+    bound_arguments: ScopedNames[Tuple[cst.Arg, ...]]
+    _prefix: Sequence[str]
+    kind: Callable[[cst.BaseExpression], Optional[str]]
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
+    function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
+    wraps_callable: Callable[[cst.Call], bool]
+
+    def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
+        """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
+        ``step = torch.compile(train_step)``: calls of ``step()`` run ``train_step``."""
+        scope = ".".join(self._prefix)
+        cls = constructed_class(value, self.classes, self.imports)
+        inner = unwrap_returning_self(value)
+        if cls is None and inner is not value and isinstance(inner, cst.Name):  # `model = model.to(device)`
+            cls = self.instances.lookup(scope, inner.value)
+        if cls is None and isinstance(value, cst.Call) and value.args and isinstance(value.args[0].value, cst.Name) \
+                and self.wraps_callable(value):
+            cls = self.instances.lookup(scope, value.args[0].value.value)  # `model = torch.compile(model)`
+        if cls is None and isinstance(value, cst.Call):  # `trainer = build_trainer(cfg)`: what the factory returns
+            cls = self._local_class(class_of_kind(self.kind(value)))
+            origin = self.qualname(value.func) if cls is None and isinstance(value.func, (cst.Name, cst.Attribute)) else None
+            if origin is not None or self.results_of.lookup(scope, name) is not None:
+                self.results_of.bind(scope, name, origin if origin in self.unknown_imports else None)
+        if cls is not None or self.instances.lookup(scope, name) is not None:
+            self.instances.bind(scope, name, cls)
+        function = self.function_value(value)
+        if function is not None or self.callables.lookup(scope, name) is not None:
+            self.callables.bind(scope, name, function)
+        bound = tuple(value.args[1:]) if function is not None and isinstance(value, cst.Call) \
+            and self.qualname(value.func) == _PARTIAL else ()
+        if bound or self.bound_arguments.lookup(scope, name) is not None:
+            self.bound_arguments.bind(scope, name, bound or None)
+        other = self.function_value(value.orelse) if isinstance(value, cst.IfExp) and function is not None else None
+        if other is not None or self.alternatives.lookup(scope, name) is not None:
+            self.alternatives.bind(scope, name, other if other != function else None)
+
+    def _local_class(self, cls: Optional[ClassRef]) -> Optional[ClassRef]:
+        """``cls``, named as a class of this file when it is one (an object kind names classes by
+        their module's dotted name)."""
+        prefix = f"{self.module_name}." if self.module_name else ""
+        if cls is not None and cls.name.startswith(prefix) and cls.name[len(prefix):] in self.classes:
+            return ClassRef(True, cls.name[len(prefix):])
+        return cls
+
+    def _remember_annotated_instance(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
+        """``optim: Optimizer`` in a class body (a dataclass field) or ``self.optim: Optimizer = ...``:
+        ``self.optim.m()`` runs ``Optimizer.m``; ``meter: Meter = ...`` in a function: ``meter.m()``."""
+        cls = annotated_class(annotation, self.classes, self.imports)
+        if cls is None:
+            return
+        name = dotted(target)
+        if name is None or self.class_frame is None and "." in name:
+            return
+        if self.class_frame is not None and (self.function is None and "." not in name or name.startswith("self.")):
+            attribute = name if name.startswith("self.") else f"self.{name}"
+            self.class_frame.attr_classes[attribute] = (cls.local, cls.name)
+        elif "." not in name:
+            self.instances.bind(".".join(self._prefix), name, cls)
+
+    def _remember_attribute_class(self, name: str, value: cst.BaseExpression) -> None:
+        """``self.head = BoxHead(cfg)`` (or ``BoxHead(cfg).to(device)``): calls of ``self.head.m()``
+        run ``BoxHead.m``."""
+        cls = constructed_class(value, self.classes, self.imports)
+        if cls is not None and self.class_frame is not None:
+            self.class_frame.attr_classes[name] = (cls.local, cls.name)
+
+    def with_bound_arguments(self, func: cst.BaseExpression, args: Sequence[cst.Arg]) -> Sequence[cst.Arg]:
+        """The arguments a call of ``func`` hands the function: ``on_step(i, d)`` with
+        ``on_step = partial(log_scalars, writer, prefix="train")`` gives ``(writer, i, d, prefix="train")``."""
+        bound = self.bound_arguments.lookup(".".join(self._prefix), func.value) if isinstance(func, cst.Name) else None
+        if not bound:
+            return args
+        return (*[arg for arg in bound if arg.keyword is None], *args, *[arg for arg in bound if arg.keyword is not None])

@@ -1,0 +1,183 @@
+"""Values the walk follows through names (stop 34): instances bound in tuple assignments, objects
+whose ``__call__`` is handed over in a list and called from a loop over the parameter, the
+arguments a ``functools.partial`` binds, what a name bound to a lambda returns, and the keys of
+dicts of device tensors (``dict(loss=...)``, host values under constant keys, step counters)."""
+from __future__ import annotations
+
+import textwrap
+from typing import Dict, List, Tuple
+
+from syncfree_lint import engine
+from syncfree_lint.config import Config
+from syncfree_lint.knowledge import torch_api as api
+
+
+def _lint(tmp_path, files: Dict[str, str]) -> List[Tuple[str, int, str]]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = engine.run([str(tmp_path)], Config(), jobs=1)
+    return sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics)
+
+
+_METER = """
+    import torch
+    class Accuracy:
+        def __init__(self):
+            self.n = 0
+        def update(self, pred, target):
+            self.n += int((pred == target).sum())
+"""
+
+
+def test_an_instance_bound_in_a_tuple_assignment_runs_its_class_methods(tmp_path) -> None:
+    train = """
+        import torch
+        from meter import Accuracy
+        def evaluate(model, loader):
+            meter, shown = Accuracy(), 0
+            with torch.no_grad():
+                for x, y in loader:
+                    meter.update(model(x).argmax(1), y)
+    """
+    assert ("meter.py", 7, "SFL105") in _lint(tmp_path, {"meter.py": _METER, "train.py": train})
+
+
+def test_a_tuple_assignment_of_other_lengths_binds_no_instance(tmp_path) -> None:
+    train = """
+        import torch
+        from meter import Accuracy
+        def evaluate(model, loader, pair):
+            meter, shown = pair
+            with torch.no_grad():
+                for x, y in loader:
+                    meter.update(model(x).argmax(1), y)
+    """
+    assert not [f for f in _lint(tmp_path, {"meter.py": _METER, "train.py": train}) if f[0] == "meter.py"]
+
+
+_HOOKS = """
+    import json
+    class JsonlLogger:
+        def __init__(self, fh):
+            self.fh = fh
+        def __call__(self, step, metrics):
+            record = {k: float(v) for k, v in metrics.items()}
+            self.fh.write(json.dumps(record))
+"""
+
+_TRAIN_WITH_HOOKS = """
+    import torch
+    from hooks import JsonlLogger
+    def train(model, loader, opt, hooks=()):
+        for step, (x, y) in enumerate(loader):
+            loss = model(x, y)
+            loss.backward()
+            opt.step()
+            metrics = {metrics}
+            for hook in hooks:
+                hook(step, metrics)
+    def main(model, loader, opt, fh):
+        train(model, loader, opt, hooks=[JsonlLogger(fh)])
+"""
+
+
+def test_an_object_in_a_list_handed_to_a_parameter_runs_its_call_where_the_loop_calls_it(tmp_path) -> None:
+    train = _TRAIN_WITH_HOOKS.format(metrics="dict(loss=loss.detach(), lr=0.1)")
+    assert ("hooks.py", 7, "SFL105") in _lint(tmp_path, {"hooks.py": _HOOKS, "train.py": train})
+
+
+def test_a_dict_of_host_values_handed_to_the_hook_is_not_read_from_the_device(tmp_path) -> None:
+    train = _TRAIN_WITH_HOOKS.format(metrics="dict(loss=loss.item() if step % 100 == 0 else 0.0, lr=0.1)")
+    assert not [f for f in _lint(tmp_path, {"hooks.py": _HOOKS, "train.py": train}) if f[0] == "hooks.py"]
+
+
+_LOOP = """
+    import torch
+    def train(model, loader, opt, sched):
+        for x, y in loader:
+            loss = model(x, y)
+            loss.backward()
+            opt.step()
+            {body}
+"""
+
+
+def test_a_host_value_under_a_constant_key_of_a_dict_of_tensors_is_no_tensor(tmp_path) -> None:
+    body = 'd = {"loss": loss.detach(), "lr": sched.get_last_lr()[0]}\n            print(float(d["lr"]), float(d["loss"]))'
+    found = _lint(tmp_path, {"train.py": _LOOP.format(body=body)})
+    assert found == [("train.py", 9, "SFL105")]
+    assert [column for column in _columns(tmp_path, "train.py") if column[0] == 9] == [(9, 31)]  # `float(d["loss"])`, not `float(d["lr"])`
+
+
+def test_a_rebound_dict_forgets_its_host_keys(tmp_path) -> None:
+    body = ('d = {"loss": loss.detach(), "lr": 0.1}\n            d = {"loss": loss.detach(), "lr": loss.detach()}\n'
+            '            print(float(d["lr"]))')
+    assert ("train.py", 10, "SFL105") in _lint(tmp_path, {"train.py": _LOOP.format(body=body)})
+
+
+def test_a_step_counter_beside_the_losses_is_a_python_int(tmp_path) -> None:
+    callbacks = """
+        class Checkpointer:
+            def on_batch_end(self, state):
+                if state["step"] % 100:
+                    return
+                print(state["loss"].item())
+    """
+    train = """
+        import torch
+        from callbacks import Checkpointer
+        def train(model, loader, opt):
+            callbacks = [Checkpointer()]
+            for step, (x, y) in enumerate(loader):
+                loss = model(x, y)
+                loss.backward()
+                opt.step()
+                state = dict(step=step, loss=loss.detach())
+                for cb in callbacks:
+                    cb.on_batch_end(state)
+    """
+    found = _lint(tmp_path, {"callbacks.py": callbacks, "train.py": train})
+    assert not [f for f in found if f[0] == "callbacks.py" and f[1] == 4]
+    assert {"step", "epoch"} <= api.COUNTER_KEY_WORDS and "idx" not in api.COUNTER_KEY_WORDS
+
+
+def test_a_partial_hands_the_function_its_bound_arguments_first(tmp_path) -> None:
+    logs = """
+        def log_scalars(writer, step, scalars, prefix="train"):
+            for name, value in scalars.items():
+                writer.add_scalar(f"{prefix}/{name}", value, step)
+    """
+    train = """
+        import functools
+        import torch
+        from logs import log_scalars
+        def train(model, loader, opt, writer):
+            on_step = functools.partial(log_scalars, writer, prefix="train")
+            for step, (x, y) in enumerate(loader):
+                loss = model(x, y)
+                loss.backward()
+                opt.step()
+                on_step(step, {"loss": loss.detach()})
+    """
+    assert ("logs.py", 4, "SFL109") in _lint(tmp_path, {"logs.py": logs, "train.py": train})
+
+
+def test_a_name_bound_to_a_lambda_returns_what_its_body_computes(tmp_path) -> None:
+    train = """
+        import torch
+        to_psnr = lambda mse: -10.0 * torch.log10(mse)
+        scale = lambda x: x * 2
+        def train(model, loader, opt, best):
+            for x, y in loader:
+                mse = model(x, y)
+                mse.backward()
+                opt.step()
+                best = max(best, to_psnr(mse.detach()))
+                half = max(0.5, scale(0.1))
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 10, "SFL106")]
+
+
+def _columns(tmp_path, name: str) -> List[Tuple[int, int]]:
+    result = engine.run([str(tmp_path)], Config(), jobs=1)
+    return sorted((d.line, d.col) for d in result.diagnostics if d.path.endswith(name))

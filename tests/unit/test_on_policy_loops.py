@@ -1,0 +1,133 @@
+"""An on-policy iteration is one step (``frequency.FrequencyMixin._close_loop``): a loop that runs
+the model with gradients off (or acts in an environment) and then updates on what it collected in a
+nested loop that is not over a data loader. And a class of another file that is an ``nn.Module``
+makes a module when constructed there (``run_kinds.module_classes``)."""
+from __future__ import annotations
+
+import textwrap
+from typing import Dict, List, Tuple
+
+from syncfree_lint import engine
+from syncfree_lint.analysis.run_kinds import module_classes
+from syncfree_lint.analysis.filefacts import FileFacts
+from syncfree_lint.config import Config
+
+
+def _lint(tmp_path, files: Dict[str, str]) -> List[Tuple[str, int, str]]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = engine.run([str(tmp_path)], Config(), jobs=1)
+    return sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics)
+
+
+_ROLLOUT = """
+    import torch
+    import torch.nn as nn
+
+    class Policy(nn.Module):
+        def forward(self, x):
+            return x
+
+    @torch.no_grad()
+    def sample(model, prompt):
+        return model(prompt)
+
+    def main(device, iterations, opt):
+        policy = Policy().to(device)
+        for it in range(iterations):
+            prompt = torch.randn(8, 4, device=device)
+            {collect}
+            for mb in torch.randperm(8, device=device).split(2):
+                loss = policy(seq[mb]).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            print(seq.mean().item())
+"""
+
+
+def test_a_rollout_with_gradients_off_then_minibatch_updates_is_one_step(tmp_path) -> None:
+    found = _lint(tmp_path, {"pg.py": _ROLLOUT.format(collect="seq = sample(policy, prompt)")})
+    assert ("pg.py", 23, "SFL101") in found
+
+
+def test_a_model_run_under_no_grad_in_the_loop_body_collects_too(tmp_path) -> None:
+    collect = "with torch.no_grad():\n                seq = policy(prompt)"
+    assert ("pg.py", 24, "SFL101") in _lint(tmp_path, {"pg.py": _ROLLOUT.format(collect=collect)})
+
+
+def test_data_made_without_the_model_is_an_epoch_of_minibatches(tmp_path) -> None:
+    found = _lint(tmp_path, {"pg.py": _ROLLOUT.format(collect="seq = prompt * 2")})
+    assert ("pg.py", 23, "SFL101") not in found
+
+
+def test_an_epoch_loop_over_a_loader_stays_an_epoch_loop(tmp_path) -> None:
+    train = """
+        import torch
+
+        def train(model, loader, val_x, opt, epochs):
+            for epoch in range(epochs):
+                with torch.no_grad():
+                    ref = model(val_x)
+                for x, y in loader:
+                    loss = (model(x) - y).pow(2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                print(ref.mean().item())
+    """
+    assert _lint(tmp_path, {"train.py": train}) == []
+
+
+def _facts(classes: Dict[str, Tuple[str, ...]]) -> FileFacts:
+    facts = FileFacts("/p/x.py", "x", "/p")
+    facts.classes = classes
+    return facts
+
+
+def test_module_classes_follow_bases_across_files() -> None:
+    found = module_classes([
+        _facts({"nets.Base": ("torch.nn.Module",), "nets.Lit": ("pytorch_lightning.LightningModule",)}),
+        _facts({"model.Net": ("nets.Base",), "model.Deep": ("model.Net",), "model.Meter": ("object",)}),
+    ])
+    assert {"nets.Base", "nets.Lit", "model.Net", "model.Deep"} <= found
+    assert "model.Meter" not in found
+
+
+def test_an_imported_module_class_moved_to_the_device_is_a_module_not_a_tensor(tmp_path) -> None:
+    net = """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return x * 2
+    """
+    train = """
+        from net import Net
+        def main(device, data, opt):
+            policy = Net().to(device)
+            for x in data:
+                y = policy(x)
+                opt.step()
+                print(float(policy), float(y))
+    """
+    assert _lint(tmp_path, {"net.py": net, "train.py": train}) == [("train.py", 8, "SFL105")]
+
+
+def test_a_loop_over_models_written_out_is_not_an_evaluation_step(tmp_path) -> None:
+    train = """
+        import torch
+        import torch.nn as nn
+
+        class Criterion(nn.Module):
+            def forward(self, net, x):
+                return net(x).mean()
+
+        @torch.no_grad()
+        def validate(model, ema, val_x):
+            criterion = Criterion()
+            for net, scope in {models}:
+                loss = criterion(net, val_x)
+                torch.cuda.synchronize()
+    """
+    assert _lint(tmp_path, {"train.py": train.format(models='[(model, "val"), (ema, "val_ema")]')}) == []
+    assert _lint(tmp_path, {"train.py": train.format(models="batches")}) == [("train.py", 14, "SFL108")]
