@@ -76,6 +76,8 @@ class ArgumentsMixin:
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
         if not args:
             return
+        if isinstance(ref, NameRef) and ref.name in self.classes:  # `Trainer(model, loss_fn)`: its `__init__` learns
+            ref = SelfRef(ref.name, "__init__")
         hook = hook_called(ref)
         if hook is not None:  # `cb.on_batch_end(self, out)`: the project's overrides learn the kinds
             ref = DottedRef(HOOK_KEY + hook, bound=True)
@@ -252,6 +254,9 @@ def _reached_from_steps(analysis: "ModuleAnalysis") -> Set[str]:
             if target not in reached:
                 reached.add(target)
                 frontier.append(target)
+    # `__init__` keeps what it is given on `self` for the methods a step calls (`self.loss_fn(...)`)
+    owners = {qualname.rsplit(".", 1)[0] for qualname in reached if "." in qualname}
+    reached.update(f"{owner}.__init__" for owner in owners if f"{owner}.__init__" in analysis.functions)
     return reached
 
 

@@ -84,6 +84,9 @@ class BindingsMixin:
     _remember_instance: Callable[[str, cst.BaseExpression], None]
     _remember_attribute_class: Callable[[str, cst.BaseExpression], None]
     passed_callables: "PassedCallables"
+    yields: Dict[str, Set[Optional[str]]]
+    _rules: Callable[[cst.CSTNode], None]
+    _children: Callable[[cst.CSTNode], None]
 
     def lookup(self, name: str) -> Optional[str]:
         for env in reversed(self._envs):
@@ -202,6 +205,26 @@ class BindingsMixin:
                 and isinstance(value.orelse, cst.Name) and value.orelse.value == "None" and self._tests_off_option(value.test):
             self._envs[-1][targets[0].value + OFF_BY_DEFAULT] = tensors.OTHER  # `x = X() if args.opt else None`
 
+    def _yield(self, node: cst.Yield) -> None:
+        """``yield x.to(dev), y.to(dev)`` in a generator: what ``next()`` of it, or a loop over it, gives."""
+        self._rules(node)
+        self._children(node)
+        value = node.value
+        if self.function is not None and isinstance(value, cst.BaseExpression):
+            kind = tensors.tuple_kind([None if isinstance(el, cst.StarredElement) else self.kind(el.value)
+                                       for el in value.elements]) if isinstance(value, cst.Tuple) else self.kind(value)
+            self.yields.setdefault(self.function.qualname, set()).add(kind)
+
+    def _yielded(self, iterable: cst.BaseExpression) -> Optional[str]:
+        """What a local generator gives: ``gen(...)``, or a name bound to one (``it = gen(...)``)."""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            local = self.resolve_local(NameRef(iterable.func.value, ".".join(self._prefix)))
+            qualname = local[0] if local else None
+        else:
+            qualname = self._generators.get(iterable.value) if isinstance(iterable, cst.Name) else None
+        kinds = self.yields.get(qualname or "", set())
+        return next(iter(kinds)) if len(kinds) == 1 else None
+
     def _lambda_result(self, node: cst.Lambda) -> Optional[str]:
         """The kind of the lambda's body with its parameters unknown."""
         params = node.params
@@ -242,6 +265,8 @@ class BindingsMixin:
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
+            if name == "next" and call.args and self._yielded(call.args[0].value) is not None:
+                return self._yielded(call.args[0].value)  # `x, y = next(batches)` of a local generator
             if name in self.returns:
                 return self.returns[name]
             if name in self.classes:
@@ -326,7 +351,11 @@ class BindingsMixin:
         """Kinds of a loop's names: ``enumerate`` and ``range`` give host ints, a mapping's keys
         are host values (``for k, v in batch.items()``), a loader gives batches (``item_kind``:
         host tensors when the loop moves them to a device itself); a list of instances of one
-        class (``for hook in hooks:``) gives instances of it."""
+        class (``for hook in hooks:``) gives instances of it; a local generator what it yields."""
+        yielded = self._yielded(iterable)
+        if yielded is not None:
+            self._bind_target(target, yielded)
+            return
         if isinstance(iterable, cst.Name) and isinstance(target, cst.Name) and self.function is not None:
             self.passed_callables.loop_over(self.function, target.value, iterable.value)
         items = class_of_elements(self.kind(iterable))

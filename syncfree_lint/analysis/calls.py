@@ -29,6 +29,8 @@ LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "loggi
 METHOD_KEY = "method "
 #: wrappers whose first argument is the iterable a loop really runs
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip"})
+#: suffix of a ``callables`` name for what ``next(name)`` runs (``it = iter(sampler)``: ``Sampler.__iter__``)
+NEXT_OF = " next()"
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,9 @@ class CallsMixin:
                 it = self._call_args[0].value.value
                 if it in self._generators:
                     return NameRef(it, prefix)
+                drawn = self.callables.lookup(prefix, it + NEXT_OF)
+                if drawn is not None:
+                    return drawn
             held = self.callables.lookup(prefix, func.value)
             if held is not None:  # `step(batch)` on `step = torch.compile(train_step)`
                 return held
@@ -404,6 +409,9 @@ class CallsMixin:
                 return method_ref(instance, iterable.func.attr.value)
         if isinstance(iterable, cst.Name) and iterable.value in self._generators:
             return NameRef(iterable.value, prefix)
+        instance = self.instances.lookup(prefix, iterable.value) if isinstance(iterable, cst.Name) else None
+        if instance is not None:  # `for tasks in sampler:` runs `Sampler.__iter__`
+            return method_ref(instance, "__iter__")
         return None
 
     def resolve_local(self, ref: CallRef) -> List[str]:

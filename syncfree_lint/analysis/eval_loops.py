@@ -10,7 +10,7 @@ sampler run once is not an evaluation over data).
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Set
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -44,7 +44,9 @@ def over_range(iterable: cst.BaseExpression) -> bool:
 
 def evaluates_items(body: cst.CSTNode, names: Set[str], is_model: Callable[[cst.BaseExpression], bool]) -> bool:
     """Does a call in ``body`` run a model on the loop's items (``model(x)``, ``model(**batch)``,
-    ``self.net(batch["image"].cuda())``)?"""
+    ``self.net(batch["image"].cuda())``, ``sliding_window(model, image)``)? Names the body binds
+    from the items count as items (``sub = sampler.sample(seeds); model(x[sub.n_id])``)."""
+    names = _derived(body, names)
     stack: List[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
@@ -52,8 +54,56 @@ def evaluates_items(body: cst.CSTNode, names: Set[str], is_model: Callable[[cst.
             continue
         if isinstance(node, cst.Call) and is_model(node.func) and _uses(_inputs(node.args), names):
             return True
+        if isinstance(node, cst.Call) and any(is_model(arg.value) for arg in node.args) \
+                and _uses(_inputs([arg for arg in node.args if not is_model(arg.value)]), names):
+            return True  # `infer(model, image)`: a helper handed the model and the item as its input
         stack.extend(code_children(node))
     return False
+
+
+def _derived(body: cst.CSTNode, names: Set[str]) -> Set[str]:
+    """``names`` and the names that assignments in ``body`` bind from them, to a fixed point."""
+    assigns: List[Tuple[Set[str], cst.BaseExpression]] = []
+    stack: List[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign):  # `sub = sampler.sample(seeds)`, `x = batch["x"].cuda()`
+            assigns.append(({n.value for t in node.targets for n in _names_in(t.target)}, node.value))
+        stack.extend(code_children(node))
+    names = set(names)
+    grew = True
+    while grew:
+        grew = False
+        for bound, value in assigns:
+            if not bound <= names and _carries(value, names):
+                names |= bound
+                grew = True
+    return names
+
+
+def _carries(value: cst.BaseExpression, names: Set[str]) -> bool:
+    """Is ``value`` made from an item as its data: the item itself, a part of it (``batch["x"]``,
+    ``sub.n_id``), a method of it (``x.cuda()``), or a call with it first (``sampler.sample(seeds)``);
+    not a call that takes it as a setting (``scheduler.scale_model_input(latents, t)``)."""
+    if isinstance(value, cst.Name):
+        return value.value in names
+    if isinstance(value, (cst.Attribute, cst.Subscript)):
+        return _carries(value.value, names)
+    if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Attribute) and _carries(value.func.value, names):
+            return True
+        return any(_carries(arg.value, names) for arg in _inputs(value.args))
+    return False
+
+
+def _names_in(target: cst.BaseExpression) -> List[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in(element.value)]
+    return []
 
 
 def _inputs(args: Sequence[cst.Arg]) -> List[cst.Arg]:

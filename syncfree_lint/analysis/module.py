@@ -117,6 +117,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self._stepping_functions: Set[str] = set()
         self._prefix: List[str] = []
         self._generators: Dict[str, str] = {}  # name bound to a local generator -> its qualname
+        self.yields: Dict[str, Set[Optional[str]]] = {}  # local generator -> the kinds it yields
         self.instances = InstanceTable()  # names holding instances of known classes (``analysis.instances``)
         self.results_of: ScopedNames[str] = ScopedNames()  # names holding an imported call's result of unknown class
         self.objects_wanted: Set[str] = set()  # imported functions whose result has a method called on it
@@ -468,6 +469,7 @@ _SPECIAL: Dict[Type[cst.CSTNode], Any] = {
     cst.AugAssign: ModuleAnalysis._aug_assign,
     cst.NamedExpr: ModuleAnalysis._named_expr,
     cst.Return: ModuleAnalysis._return,
+    cst.Yield: ModuleAnalysis._yield,
     cst.Raise: ModuleAnalysis._raise,
     cst.Import: ModuleAnalysis._import,
     cst.ImportFrom: ModuleAnalysis._import,

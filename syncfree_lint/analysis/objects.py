@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from syncfree_lint.analysis.calls import NEXT_OF
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -50,6 +51,7 @@ class ObjectsMixin:
     qualname: Callable[[cst.BaseExpression], Optional[str]]
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
+    _iterated_function: Callable[[cst.BaseExpression], Optional["CallRef"]]
 
     def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
         """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
@@ -76,6 +78,10 @@ class ObjectsMixin:
             and self.qualname(value.func) == _PARTIAL else ()
         if bound or self.bound_arguments.lookup(scope, name) is not None:
             self.bound_arguments.bind(scope, name, bound or None)
+        drawn = self._iterated_function(value) if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+            and value.func.value == "iter" else None
+        if drawn is not None or self.callables.lookup(scope, name + NEXT_OF) is not None:
+            self.callables.bind(scope, name + NEXT_OF, drawn)  # `it = iter(sampler)`: `next(it)` runs its `__iter__`
         other = self.function_value(value.orelse) if isinstance(value, cst.IfExp) and function is not None else None
         if other is not None or self.alternatives.lookup(scope, name) is not None:
             self.alternatives.bind(scope, name, other if other != function else None)
@@ -104,9 +110,10 @@ class ObjectsMixin:
             self.instances.bind(".".join(self._prefix), name, cls)
 
     def _remember_attribute_class(self, name: str, value: cst.BaseExpression) -> None:
-        """``self.head = BoxHead(cfg)`` (or ``BoxHead(cfg).to(device)``): calls of ``self.head.m()``
-        run ``BoxHead.m``."""
-        cls = constructed_class(value, self.classes, self.imports)
+        """``self.head = BoxHead(cfg)`` (or ``BoxHead(cfg).to(device)``, or ``head`` holding one, a
+        parameter every call gives one): calls of ``self.head.m()`` run ``BoxHead.m``."""
+        cls = constructed_class(value, self.classes, self.imports) or (
+            self.instances.lookup(".".join(self._prefix), value.value) if isinstance(value, cst.Name) else None)
         if cls is not None and self.class_frame is not None:
             self.class_frame.attr_classes[name] = (cls.local, cls.name)
 

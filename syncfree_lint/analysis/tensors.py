@@ -302,8 +302,8 @@ class TensorInference:
             return NUMBER
         if qual in api.MODULE_WRAPPERS:
             first = positional(node, 0)
-            if qual == "torch.compile" and first is not None:
-                return self.kind(first) or MODULE
+            if qual == "torch.compile" and first is not None:  # of a function (`torch.compile(step_fn)`): no module
+                return self.kind(first) or (MODULE if looks_like_module(dotted(first) or "") else None)
             return MODULE
         if qual in api.LOADER_CLASSES:
             return HOST_LOADER

@@ -155,13 +155,22 @@ MODULE_WORDS = ("model", "net", "network", "encoder", "decoder", "backbone", "po
                 "generator", "discriminator", "classifier", "ddp_model", "unet", "transformer")
 
 
+#: first words of a function that makes or fetches a network (``build_model(cfg)``, ``load_model(path)``):
+#: calling it gives the network, not a tensor
+FACTORY_VERBS = frozenset({"build", "create", "make", "get", "load", "init", "setup", "prepare", "construct",
+                           "instantiate", "new", "wrap"})
+
+
 def is_module_name(name: str) -> bool:
     """``model``, ``net``, ``policy_net``: the last name part is a network word; not a width
-    (``d_model``, ``n_net``) nor a name, path or factory of one (``model_fn``, ``model_name``)."""
+    (``d_model``, ``n_net``) nor a name, path or factory of one (``model_fn``, ``model_name``,
+    ``build_model``)."""
     last = name.rsplit(".", 1)[-1].lower()
     parts = [p for p in last.split("_") if p]
     if not parts or parts[-1] in ("fn", "cls", "class", "name", "names", "type", "path", "dir", "cfg", "config",
                                   "kwargs", "args", "id", "ids", "size", "dim"):
+        return False
+    if len(parts) > 1 and parts[0] in FACTORY_VERBS:
         return False
     if last.startswith(("d_", "n_", "num_")):
         return False

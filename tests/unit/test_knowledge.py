@@ -546,6 +546,8 @@ def test_syncing_api_table(call: str, expected: bool) -> None:
     ("model", True), ("policy_net", True), ("self.encoder", True), ("ddp_model", True), ("target_net", True),
     ("d_model", False), ("model_fn", False), ("model_name", False), ("num_model", False), ("modeling", False),
     ("network_dir", False), ("netloc", False),
+    ("build_model", False), ("load_model", False), ("get_policy_net", False), ("create_encoder", False),
+    ("teacher_model", True),
 ])
 def test_module_names(name: str, expected: bool) -> None:
     assert facts.is_module_name(name) is expected

@@ -181,3 +181,75 @@ def test_a_name_bound_to_a_lambda_returns_what_its_body_computes(tmp_path) -> No
 def _columns(tmp_path, name: str) -> List[Tuple[int, int]]:
     result = engine.run([str(tmp_path)], Config(), jobs=1)
     return sorted((d.line, d.col) for d in result.diagnostics if d.path.endswith(name))
+
+
+def test_a_constructor_call_teaches_init_what_it_keeps_on_self(tmp_path) -> None:
+    train = """
+        import torch
+        import torch.nn as nn
+        class PairLoss(nn.Module):
+            def forward(self, a, b):
+                return a.mean(), b
+        class Trainer:
+            def __init__(self, model, criterion, opt):
+                self.model, self.criterion, self.opt = model, criterion, opt
+            def train_step(self, x, y):
+                loss, aux = self.criterion(self.model(x), y)
+                self.opt.step()
+                return float(loss.detach())
+        def main(model, opt, data):
+            trainer = Trainer(model, PairLoss(), opt)
+            for x, y in data:
+                trainer.train_step(x, y)
+    """
+    assert ("train.py", 13, "SFL105") in _lint(tmp_path, {"train.py": train})
+
+
+_SAMPLER = """
+    import torch
+    class TaskSampler:
+        def __init__(self, device):
+            self.device = device
+        def episode(self):
+            counts = torch.randint(1, 5, (4,), device=self.device)
+            return torch.arange(4, device=self.device).repeat_interleave(counts)
+        def __iter__(self):
+            while True:
+                yield [self.episode() for _ in range(4)]
+"""
+
+
+def test_next_of_an_iterator_over_an_instance_runs_its_iter(tmp_path) -> None:
+    train = """
+        from sampler import TaskSampler
+        def main(model, opt, device):
+            tasks = iter(TaskSampler(device))
+            sampler = TaskSampler(device)
+            it = iter(sampler)
+            while True:
+                batch = next(it)
+                model(batch).sum().backward()
+                opt.step()
+    """
+    assert ("sampler.py", 8, "SFL203") in _lint(tmp_path, {"sampler.py": _SAMPLER, "train.py": train})
+
+
+def test_a_local_generator_gives_what_it_yields(tmp_path) -> None:
+    train = """
+        import torch
+        def batches(data, device):
+            for x, y in data:
+                yield x.to(device), y.to(device)
+        def main(model, opt, data, device):
+            it = batches(data, device)
+            n = 0
+            while n < 100:
+                x, y = next(it)
+                model(x, y).backward()
+                opt.step()
+                n += int((y != -100).sum())
+            for x, y in batches(data, device):
+                print(float(y.sum()))
+    """
+    found = _lint(tmp_path, {"train.py": train})
+    assert ("train.py", 13, "SFL105") in found

@@ -131,3 +131,23 @@ def test_a_loop_over_models_written_out_is_not_an_evaluation_step(tmp_path) -> N
     """
     assert _lint(tmp_path, {"train.py": train.format(models='[(model, "val"), (ema, "val_ema")]')}) == []
     assert _lint(tmp_path, {"train.py": train.format(models="batches")}) == [("train.py", 14, "SFL108")]
+
+
+def test_an_evaluation_loop_hands_the_model_and_an_item_to_a_helper(tmp_path) -> None:
+    train = """
+        import torch
+
+        def infer(model, image):
+            return model(image[None])[0]
+
+        @torch.no_grad()
+        def validate(model, volumes, sampler):
+            for image, label in volumes:
+                pred = infer(model, image)
+                torch.cuda.synchronize()
+            for seeds in sampler:
+                sub = sampler.sample(seeds)
+                out = model(sub.x)
+                torch.cuda.synchronize()
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 11, "SFL108"), ("train.py", 15, "SFL108")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.instances import class_of_kind
 from syncfree_lint.knowledge.sinks import LOGGER_METHODS
 from syncfree_lint.rules.base import Rule
 
@@ -126,5 +127,7 @@ def _is_logger(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
     qual = ctx.qualname(expr) or ""
     if qual == "logging" or qual.startswith("logging."):
         return True
+    if ctx.instance_class(expr) is not None or class_of_kind(ctx.kind(expr)) is not None:
+        return False  # an object of a known class: what its `log` does is read in its body
     name = expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
     return isinstance(name, str) and ("log" in name.lower())
