@@ -5,6 +5,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.rules.base import Rule
 
@@ -24,6 +25,8 @@ class TensorTruthiness(Rule):
                      "or check at log intervals",
         "min_max": "`{function}()` of a tensor and another value compares them in Python: the host waits for the "
                    "GPU; use `torch.{function}imum` or `clamp` on the device",
+        "min_max_items": "`{function}()` of device tensors compares them in Python, each comparison a wait for the "
+                         "GPU; `torch.stack(...).{function}()` keeps it on the device",
     }
     node_types = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.UnaryOperation, cst.BooleanOperation, cst.CompIf,
                   cst.Call)
@@ -47,6 +50,16 @@ class TensorTruthiness(Rule):
                 optimizer.step()
                 assert loss < 100
         """,
+        """
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                losses = []
+                for scale in (1.0, 0.5):
+                    losses.append((model(x * scale) - y).pow(2).mean())
+                sum(losses).backward()
+                optimizer.step()
+                worst = max(losses)
+        """,
     )
     valid = (
         """
@@ -67,6 +80,16 @@ class TensorTruthiness(Rule):
                 optimizer.step()
                 if step > args.max_steps:
                     break
+        """,
+        """
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                losses = []
+                for scale in (1.0, 0.5):
+                    losses.append((model(x * scale) - y).pow(2).mean())
+                sum(losses).backward()
+                optimizer.step()
+                worst = max(len(t.shape) for t in losses)
         """,
     )
     doc = """
@@ -139,8 +162,14 @@ No automatic fix: the branch structure has to change.
         if not isinstance(func, cst.Name) or func.value not in ("min", "max") or ctx.is_imported(func.value):
             return
         values = [arg.value for arg in node.args if arg.keyword is None]
-        if len(values) < 2 or any(arg.star for arg in node.args):
-            return  # one iterable (its items are compared, their kind is not known here) or unpacked values
+        if any(arg.star for arg in node.args) or not values:
+            return  # unpacked values
+        if len(values) == 1:  # one iterable: its items are compared (`min(losses)` of device tensors)
+            items = values[0]
+            if ctx.kind(items) == tensors.TENSORS or (
+                    isinstance(items, (cst.GeneratorExp, cst.ListComp)) and ctx.is_tensor(items.elt)):
+                ctx.report(self, node, "min_max_items", function=func.value)
+            return
         if any(ctx.is_tensor(value) for value in values):
             ctx.report(self, node, "min_max", function=func.value)
 
