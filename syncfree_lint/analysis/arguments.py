@@ -30,7 +30,8 @@ from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called
 from syncfree_lint.analysis.passed_callables import parameter_names
 from syncfree_lint.analysis.instances import (
-    ClassRef, class_of_elements, class_of_kind, constructed_class, object_kind, objects_kind,
+    MODULE_OBJECT_KIND_PREFIX, OBJECT_KIND_PREFIX, ClassRef, class_of_elements, class_of_kind, constructed_class,
+    object_kind, objects_kind,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,6 +103,9 @@ class ArgumentsMixin:
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
             if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
                 kind = self._object_kind(value) or self._objects_kind(value) or kind
+            elif kind == tensors.MODULE:  # a module of a known class: both
+                named = self._object_kind(value)
+                kind = MODULE_OBJECT_KIND_PREFIX + named[len(OBJECT_KIND_PREFIX):] if named else kind
             if arg.keyword is not None:
                 keywords.append((arg.keyword.value, kind))
             elif not keywords:

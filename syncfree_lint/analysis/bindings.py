@@ -84,6 +84,8 @@ class BindingsMixin:
     _remember_instance: Callable[[str, cst.BaseExpression], None]
     _remember_attribute_class: Callable[[str, cst.BaseExpression], None]
     passed_callables: "PassedCallables"
+    _instance_attribute: Callable[[str], Optional[str]]
+    _objects_kind: Callable[[cst.BaseExpression], Optional[str]]
     yields: Dict[str, Set[Optional[str]]]
     _rules: Callable[[cst.CSTNode], None]
     _children: Callable[[cst.CSTNode], None]
@@ -95,9 +97,9 @@ class BindingsMixin:
                 if kind is None and self.function is not None:
                     self.unknown_reads.add((self.function.qualname, name))  # a seed could tell (``arguments``)
                 return kind
-        if name.startswith("self.") and self.class_frame is not None:
-            return self.class_frame.attrs.get(name)
-        return None
+        if name.startswith("self.") and self.class_frame is not None and name in self.class_frame.attrs:
+            return self.class_frame.attrs[name]
+        return self._instance_attribute(name) if "." in name else None
 
     def _bind(self, name: str, kind: Optional[str]) -> None:
         if self._kinds:
@@ -198,6 +200,10 @@ class BindingsMixin:
             self._bind_target(target, self.kind(value))
         if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.Lambda):
             self._envs[-1][targets[0].value + CALL_RESULT] = self._lambda_result(value)
+        name = targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
+        listed = self._objects_kind(value) if name is not None else None
+        if name is not None and listed is not None:  # `callbacks = [Progress(every=25)]`: a loop calls it
+            self._bind(name, listed)
         host_keys = [key for key, item in constant_items(value) if self.kind(item) not in tensors.DEVICE_TENSORS]
         if host_keys and len(targets) == 1 and isinstance(targets[0], cst.Name):
             self._envs[-1][targets[0].value + tensors.HOST_KEYS] = "\0".join(host_keys)

@@ -145,6 +145,9 @@ class CallsMixin:
     module: cst.Module
     module_name: str
     _tables: Optional[Dict[str, List[str]]] = None
+    returned_functions: Dict[str, str]
+    instance_class: Callable[[cst.BaseExpression], Optional[ClassRef]]
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
 
     def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[CallRef]:
         prefix = ".".join(self._prefix)
@@ -274,7 +277,13 @@ class CallsMixin:
         if isinstance(expr, cst.Call) and expr.args and self.wraps_callable(expr):
             return self.function_value(expr.args[0].value)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):  # `hook = make_hook(server)`
-            return self._returned_function(NameRef(expr.func.value, prefix))
+            found = self._returned_function(NameRef(expr.func.value, prefix))
+            if found is not None:
+                return found
+        if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
+            returned = self.returned_functions.get(self.qualname(expr.func) or "")  # another file's factory
+            if returned is not None:
+                return DottedRef(returned)
         if isinstance(expr, cst.IfExp):  # `make_pinned if args.pin else make` (the other: ``alternative_refs``)
             return self.function_value(expr.body) or self.function_value(expr.orelse)
         table = _table_read(expr)
@@ -309,15 +318,8 @@ class CallsMixin:
         the same function defined in it)."""
         found = self.resolve_local(factory)
         frame = self.functions.get(found[0]) if len(found) == 1 else None
-        node = frame.node if frame is not None else None
-        if not isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):
-            return None
-        nested = {statement.name.value for statement in node.body.body if isinstance(statement, cst.FunctionDef)}
-        returned = {small.value.value for statement in node.body.body if isinstance(statement, cst.SimpleStatementLine)
-                    for small in statement.body if isinstance(small, cst.Return) and isinstance(small.value, cst.Name)}
-        if len(returned) != 1 or not returned <= nested:
-            return None
-        return NameRef(returned.pop(), found[0])
+        nested = returned_nested_function(frame.node) if frame is not None else None
+        return NameRef(nested, found[0]) if nested is not None else None
 
     def alternative_refs(self, func: cst.BaseExpression) -> List[CallRef]:
         """The other function a called name may stand for (``build = f if c else g``: ``g``)."""
@@ -388,6 +390,14 @@ class CallsMixin:
         ref = self.function_value(expr) or self._called_instance(expr)
         return [ref] if ref is not None else []
 
+    def context_methods(self, expr: cst.BaseExpression) -> List[CallRef]:
+        """``with timer:`` (``timer = StepTimer()``, ``self.timer``, ``StepTimer()``): its class's
+        ``__enter__`` and ``__exit__`` run there."""
+        if self.function is None and not self.loops:
+            return []
+        cls = constructed_class(expr, self.classes, self.imports) if isinstance(expr, cst.Call) else self.instance_class(expr)
+        return [method_ref(cls, "__enter__"), method_ref(cls, "__exit__")] if cls is not None else []
+
     def _called_instance(self, expr: cst.BaseExpression) -> Optional[CallRef]:
         """``monitor`` (``monitor = LogitMonitor()``) or ``LogitMonitor()`` given as a callable: its ``__call__``."""
         cls = self.instances.lookup(".".join(self._prefix), expr.value) if isinstance(expr, cst.Name) else \
@@ -456,3 +466,14 @@ class CallsMixin:
                     out.append(name)
                     frontier.append(name)
         return out
+
+
+def returned_nested_function(node: cst.CSTNode) -> Optional[str]:
+    """The name of the function a factory returns: ``def make_hook(...): def hook(...): ...;
+    return hook`` (every ``return`` of its own body names the same function defined in it)."""
+    if not isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):
+        return None
+    nested = {statement.name.value for statement in node.body.body if isinstance(statement, cst.FunctionDef)}
+    returned = {small.value.value for statement in node.body.body if isinstance(statement, cst.SimpleStatementLine)
+                for small in statement.body if isinstance(small, cst.Return) and isinstance(small.value, cst.Name)}
+    return returned.pop() if len(returned) == 1 and returned <= nested else None

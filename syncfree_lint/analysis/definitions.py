@@ -15,7 +15,7 @@ from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
-from syncfree_lint.analysis.instances import InstanceTable, annotated_class, class_of_kind
+from syncfree_lint.analysis.instances import MODULE_OBJECT_KIND_PREFIX, InstanceTable, annotated_class, class_of_kind
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, mark_step
 from syncfree_lint.knowledge import frequency as facts
 
@@ -85,8 +85,8 @@ class DefinitionsMixin:
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
             cls = annotated_class(param.annotation, self.classes, self.imports) or class_of_kind(env.get(pname))
-            if class_of_kind(env.get(pname)) is not None:
-                env[pname] = None  # the calls pass an instance (``analysis.arguments``): a class, not a value kind
+            if class_of_kind(env.get(pname)) is not None:  # the calls pass an instance (``analysis.arguments``)
+                env[pname] = tensors.MODULE if str(env.get(pname)).startswith(MODULE_OBJECT_KIND_PREFIX) else None
             if cls is not None or self.instances.lookup(qualname, pname) is not None:
                 self.instances.bind(qualname, pname, cls)  # `meter: Meter`; a plain parameter hides an outer name
             if param.default is not None:

@@ -157,6 +157,9 @@ class FileFacts:
     meters: Dict[str, MeterShape] = field(default_factory=dict)
     dtypes: Dict[str, str] = field(default_factory=dict)
     wanted: Set[str] = field(default_factory=set)
+    # ``"mod.Class.attr"`` -> the device kind its instances hold there (a registered buffer, a
+    # tensor kept by ``__init__``): ``loss_fn.center`` in another file reads a tensor
+    attributes: Dict[str, str] = field(default_factory=dict)
 
 
 __all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "ParameterCall", "Pass", "FileFacts"]

@@ -18,6 +18,7 @@ from syncfree_lint.analysis.scope import (
 )
 from syncfree_lint.analysis.guards import (
     ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_opt_in_call,
+    steps_optimizer_beside,
 )
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
@@ -74,7 +75,9 @@ class FrequencyMixin:
         logging and opt-in flags, opt-in calls, and host-only device branches."""
         test = node.test
         if has_modulo(test) or self._tests_remainder(test):
-            return not contains_step_marker(node.body, self.qualname) and not self._period_is_one(test)
+            schedule = contains_step_marker(node.body, self.qualname) and not (
+                self.loops and steps_optimizer_beside(self.loops[-1].node, node))
+            return not schedule and not self._period_is_one(test)
         return (
             ends_the_run(node)
             or is_memo_guard(node)

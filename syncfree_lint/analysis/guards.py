@@ -11,6 +11,7 @@ from typing import Callable, List, Optional, Sequence, Union
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.nodes import code_children
 from syncfree_lint.knowledge import frequency as facts
 
 
@@ -226,3 +227,51 @@ def _small_statements(body: cst.BaseSuite) -> List[cst.CSTNode]:
     return out
 
 
+def steps_optimizer_beside(loop: cst.CSTNode, branch: cst.If) -> bool:
+    """Does ``loop``'s body step an optimizer outside ``branch`` (``opt_d.step()`` every step, and
+    ``if step % 16 == 0: ...; opt_d.step()`` for a lazy regulariser)? Then the branch runs less
+    often than the steps; with gradient accumulation the branch holds the only optimizer step."""
+    body = getattr(loop, "body", None)
+    return isinstance(body, cst.CSTNode) and _steps_optimizer(body, branch)
+
+
+def steps_optimizer_after(loop: cst.CSTNode, branch: cst.If) -> bool:
+    """Does ``loop``'s body step an optimizer after the statement holding ``branch``? (``if (i + 1) %
+    accum: continue`` before ``optimizer.step()``: what follows runs once per optimizer step.)"""
+    body = getattr(getattr(loop, "body", None), "body", ())
+    holder = next((i for i, statement in enumerate(body) if _holds(statement, branch)), None)
+    return holder is not None and any(_steps_optimizer(statement, branch) for statement in body[holder + 1:])
+
+
+def _holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if current is target:
+            return True
+        stack.extend(code_children(current))
+    return False
+
+
+def _steps_optimizer(node: cst.CSTNode, skip: cst.CSTNode) -> bool:
+    """An optimizer's ``.step()`` in ``node`` (not in ``skip`` nor in nested definitions)."""
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if current is skip or isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute) and current.func.attr.value == "step" \
+                and facts.is_optimizer_name(dotted(current.func.value) or "") \
+                and not facts.words_match(dotted(current.func.value) or "", ("scaler",)):
+            return True
+        stack.extend(code_children(current))
+    return False
+
+
+def returns_inside(node: cst.With) -> bool:
+    """``with ignore_oom(): return f(x)``: the code after it runs only when the context manager
+    swallowed an exception (a retry path), like the code after an early ``return``."""
+    body = getattr(node.body, "body", ())
+    last = body[-1] if body else None
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    return bool(smalls) and isinstance(smalls[-1], cst.Return)

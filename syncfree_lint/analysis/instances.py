@@ -39,11 +39,23 @@ def object_kind(dotted_class: str) -> str:
     return OBJECT_KIND_PREFIX + dotted_class
 
 
+#: what a factory of another file returns when it is one of its nested functions (``normalize =
+#: make_normalizer(mean, std)``): the prefix, then the nested function's dotted name
+FUNCTION_KIND_PREFIX = "function:"
+
+#: an instance that is also an ``nn.Module`` (``loss_fn = CenteredLoss(8).cuda()`` passed on): the
+#: parameter is a module (calling it gives a tensor) and its class is known (``loss_fn.center``)
+MODULE_OBJECT_KIND_PREFIX = "module-object:"
+
+
 def class_of_kind(kind: Optional[str]) -> Optional[ClassRef]:
     """The class an argument kind names, or None for every other kind."""
-    if kind is None or not kind.startswith(OBJECT_KIND_PREFIX):
+    if kind is None:
         return None
-    return ClassRef(False, kind[len(OBJECT_KIND_PREFIX):])
+    for prefix in (OBJECT_KIND_PREFIX, MODULE_OBJECT_KIND_PREFIX):
+        if kind.startswith(prefix):
+            return ClassRef(False, kind[len(prefix):])
+    return None
 
 
 #: a list or tuple of instances of one class (``hooks=[CollapseMonitor(...)]``): a loop over it

@@ -1,12 +1,11 @@
 """The walk: one pass over one parsed file that keeps the shared facts and runs every rule.
 
-The facts live in their own modules, mixed in here: bindings and kinds (``bindings``), calls
-(``calls``), torchmetrics objects (``metric_sites``), frequency and guards (``frequency``), functions
-and classes (``definitions``). The walk visits nodes in source order. Bindings are updated as
-statements finish, so a rule looking at an expression sees what the names held just before it.
-Rules are dispatched by node type; they ask this object the shared questions (``kind``,
-``qualname``, ``placement``) and call ``report``. Nothing here prints or reads files.
-"""
+The facts live in their own modules, mixed in here: bindings and kinds (``bindings``), objects
+(``objects``), calls (``calls``), torchmetrics objects (``metric_sites``), frequency (``frequency``,
+``guards``), functions and classes (``definitions``). The walk visits nodes in source order; bindings
+are updated as statements finish, so a rule looking at an expression sees what the names held just
+before it. Rules are dispatched by node type; they ask the shared questions (``kind``, ``qualname``,
+``placement``) and call ``report``. Nothing here prints or reads files."""
 from __future__ import annotations
 
 import ast
@@ -25,7 +24,7 @@ from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.device import default_device_is_accelerator
 from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import InstanceTable, ScopedNames
+from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX, InstanceTable, ScopedNames
 from syncfree_lint.analysis.narrowing import narrowed_kind, unnarrowed
 from syncfree_lint.analysis.objects import ObjectsMixin
 from syncfree_lint.analysis.passed_callables import PassedCallables
@@ -36,7 +35,8 @@ from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_step_marker, iterated,
     iterates_own_tensors, mentions_loader, moves_items, target_names,
 )
-from syncfree_lint.analysis.guards import catches_exhaustion, is_early_exit, is_flag_exit, leaves_by_error
+from syncfree_lint.analysis.guards import (
+    catches_exhaustion, is_early_exit, is_flag_exit, leaves_by_error, returns_inside, steps_optimizer_after)
 from syncfree_lint.diagnostic import Fix
 from syncfree_lint.edits import FixPlan
 from syncfree_lint.knowledge import frequency as facts
@@ -76,7 +76,10 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self.argument_records: List[Any] = []
         self.external = external or ExternalKinds()  # what the rest of the run says (``run_kinds``)
         self.deferred_seeds: Set[str] = set()  # seeded functions no step of this file reaches (``analyse``)
-        self.imported_returns: Dict[str, str] = dict(self.external.returns)
+        self.imported_returns: Dict[str, str] = {name: tensors.OTHER if kind.startswith(FUNCTION_KIND_PREFIX) else kind
+                                                 for name, kind in self.external.returns}
+        self.returned_functions = {name: kind[len(FUNCTION_KIND_PREFIX):] for name, kind in self.external.returns
+                                   if kind.startswith(FUNCTION_KIND_PREFIX)}  # factories' closures (``function_value``)
         self.calls_out: List[Any] = []  # argument kinds of calls of imported functions
         self.unknown_imports: Set[str] = set()  # imported functions whose result kind was needed
         self.has_steps = False  # a step loop anywhere (step functions are frames with is_step)
@@ -325,7 +328,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                 env[name] = tensors.merge(after_body.get(name, before.get(name)), env.get(name, before.get(name)))
         self._kinds.clear()
         exit_kind = is_early_exit(node)
-        if exit_kind == "continue" and guard and self.loops:
+        if exit_kind == "continue" and guard and self.loops and not steps_optimizer_after(self.loops[-1].node, node):
             self.loops[-1].rest_guarded = True
         elif exit_kind == "return" and self.function is not None and not self.loops:
             # ``if not should_log: return`` anywhere in the function guards what follows it
@@ -383,12 +386,15 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         if isinstance(node, cst.With):
             for item in node.items:
                 self._visit(item.item)
+                self.calls.extend(CallSite(self.placement(), ref, node) for ref in self.context_methods(item.item))
                 if item.asname is not None:
                     self._bind_target(item.asname.name, None)
             saved, self.grad_off = self.grad_off, self.grad_off or any(
                 turns_grad_off(item.item, self.qualname) for item in node.items)
             self._suite(node.body)
             self.grad_off = saved
+            if self.function is not None and not self.loops and returns_inside(node):
+                self.function.rest_guarded = True
         elif isinstance(node, (cst.Try, cst.TryStar)):
             self._suite(node.body)
             for handler in node.handlers:

@@ -46,6 +46,7 @@ class ObjectsMixin:
     callables: ScopedNames["CallRef"]
     alternatives: ScopedNames["CallRef"]
     bound_arguments: ScopedNames[Tuple[cst.Arg, ...]]
+    imported_returns: Dict[str, str]
     _prefix: Sequence[str]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
@@ -124,3 +125,24 @@ class ObjectsMixin:
         if not bound:
             return args
         return (*[arg for arg in bound if arg.keyword is None], *args, *[arg for arg in bound if arg.keyword is not None])
+
+    def _instance_attribute(self, name: str) -> Optional[str]:
+        """``loss_fn.center`` / ``self.loss_fn.center`` on an instance of a known class: what that
+        class keeps there (its own frame, or another file's facts through ``imported_returns``)."""
+        owner, attribute = name.rsplit(".", 1)
+        if "." not in owner:
+            cls = self.instances.lookup(".".join(self._prefix), owner)
+        elif owner.startswith("self.") and owner.count(".") == 1 and self.class_frame is not None:
+            found = self.class_frame.attr_classes.get(owner)
+            cls = ClassRef(*found) if found is not None else None
+        else:
+            return None
+        if cls is None:
+            return None
+        if cls.local:
+            frame = self.classes.get(cls.name)
+            return frame.attrs.get(f"self.{attribute}") if frame is not None else None
+        key = f"{cls.name}.{attribute}"
+        if key not in self.imported_returns:
+            self.unknown_imports.add(key)
+        return self.imported_returns.get(key)

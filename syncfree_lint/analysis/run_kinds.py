@@ -35,7 +35,7 @@ from syncfree_lint.analysis.callgraph import (
 )
 from syncfree_lint.analysis.arguments import PARAMETER_KEY
 from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
-from syncfree_lint.analysis.instances import class_of_kind
+from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX, class_of_kind
 from syncfree_lint.knowledge.frequency import MODULE_BASE_SUFFIXES
 from syncfree_lint.knowledge.meters import MeterShape
 
@@ -59,6 +59,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
         returned.update(facts.returns)
     learned_returns: Dict[str, Dict[str, str]] = {}
     modules = module_classes(all_facts)
+    attributes = {name: kind for facts in all_facts for name, kind in facts.attributes.items()}
     owners: Set[str] = set()  # dotted names that own a function of the run (modules and classes), when asked
     factories = _factory_modules(all_facts)
     unread: Dict[str, Set[str]] = {}  # skipped files whose functions' results a step needs: path -> qualnames
@@ -71,6 +72,9 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
             if name in modules:  # `policy = TinyLM().to(device)`: an `nn.Module` of another file
                 learned_returns.setdefault(facts.path, {})[name] = tensors.MODULE
                 continue
+            if name in attributes:  # `loss_fn.center`: a buffer of a class of another file
+                learned_returns.setdefault(facts.path, {})[name] = attributes[name]
+                continue
             targets = lookup(index, name, facts.root)
             in_skipped = _in_skipped_file(name, factories) if not targets and factories else None
             if in_skipped is not None:  # `create_diffusion()` of a package __init__ with no torch word
@@ -79,6 +83,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
             if len(kinds) == 1:
                 kind = kinds.pop()
                 if kind is not None and (kind in _TELLING_RETURNS or tensors.tuple_elements(kind) is not None
+                                         or kind.startswith(FUNCTION_KIND_PREFIX)
                                          or name in facts.objects_wanted and _project_object(kind, index, owners)):
                     learned_returns.setdefault(facts.path, {})[name] = kind
     learned_calls = _calls_in(all_facts, index, reached, reported)

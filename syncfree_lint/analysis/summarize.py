@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, Tuple
 
 import libcst as cst
 
-from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name, returned_nested_function
+from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop, ParameterCall, Pass
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called, published_methods
 from syncfree_lint.analysis.meter_class import shape_of
@@ -122,6 +124,14 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
 def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[[str], str]) -> None:
     """What the rest of the run may learn from this file's values and teach it (``run_kinds``)."""
     facts.returns = {function_id(qual): kind for qual, kind in walk.returns.items() if kind is not None}
+    prefix = f"{walk.module_name}." if walk.module_name else ""
+    for qual, function in walk.functions.items():  # a factory of a closure: `normalize = make_normalizer(...)`
+        nested = returned_nested_function(function.node) if function_id(qual) not in facts.returns else None
+        if nested is not None:
+            facts.returns[function_id(qual)] = f"{FUNCTION_KIND_PREFIX}{prefix}{qual}.{nested}"
+    facts.attributes = {f"{prefix}{qual}.{key[5:]}": kind for qual, frame in walk.classes.items()
+                        for key, kind in frame.attrs.items()
+                        if key.startswith("self.") and key.count(".") == 1 and kind in tensors.DEVICE_TENSORS}
     facts.has_step = walk.has_steps or any(frame.is_step for frame in walk.functions.values())
     for name, arguments, placement in walk.calls_out:
         owner = placement.owner()

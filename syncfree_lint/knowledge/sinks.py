@@ -20,6 +20,9 @@ TRACKER_METHODS = frozenset({"log_metrics", "log_metric"})
 
 #: methods of a ``logging.Logger`` (and loguru-style loggers) that format their arguments
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+#: logger methods below the default level: their lazy ``%`` arguments are never formatted unless the
+#: user turns debug logging on (``logger.debug("center %s", t)`` reads nothing)
+QUIET_LOGGER_METHODS = frozenset({"debug"})
 #: methods that show a value (loggers, progress bars, writers, trackers): a statement that only
 #: calls one of these displays what it was given, and may run at an interval instead (a suggestion:
 #: fewer lines shown). Also read by the SFL101 proof: a float and ``float(t)`` log alike here.

@@ -253,3 +253,95 @@ def test_a_local_generator_gives_what_it_yields(tmp_path) -> None:
     """
     found = _lint(tmp_path, {"train.py": train})
     assert ("train.py", 13, "SFL105") in found
+
+
+def test_a_buffer_of_a_class_of_another_file_is_a_tensor_on_its_instances(tmp_path) -> None:
+    losses = """
+        import torch
+        import torch.nn as nn
+        class CenteredLoss(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.register_buffer("center", torch.zeros(dim))
+                self.scale = 2.0
+            def forward(self, x):
+                return (x - self.center.to(x.device)).pow(2).mean()
+    """
+    train = """
+        import torch
+        from losses import CenteredLoss
+        def train_epoch(model, loader, opt, loss_fn, writer):
+            for step, x in enumerate(loader):
+                loss = loss_fn(model(x.cuda()))
+                loss.backward()
+                opt.step()
+                writer.add_scalar("center", loss_fn.center.norm(), step)
+                writer.add_scalar("scale", loss_fn.scale, step)
+                logger.debug("center %s", loss_fn.center[:4])
+        def main(model, loader, opt, writer):
+            loss_fn = CenteredLoss(8).cuda()
+            train_epoch(model, loader, opt, loss_fn, writer)
+    """
+    found = _lint(tmp_path, {"losses.py": losses, "train.py": train})
+    assert [f for f in found if f[0] == "train.py"] == [("train.py", 9, "SFL109")]
+
+
+def test_a_closure_made_by_a_factory_of_another_file_runs_where_it_is_called(tmp_path) -> None:
+    prep = """
+        import torch
+        def make_normalizer(mean, std, device):
+            def normalize(x):
+                mu = torch.tensor(mean, device=device)
+                return x - mu
+            return normalize
+    """
+    train = """
+        import torch
+        from prep import make_normalizer
+        def main(model, opt, data, device):
+            normalize = make_normalizer([0.5], [0.2], device)
+            for x in data:
+                model(normalize(x.to(device))).sum().backward()
+                opt.step()
+    """
+    assert ("prep.py", 5, "SFL401") in _lint(tmp_path, {"prep.py": prep, "train.py": train})
+
+
+def test_a_with_block_runs_the_context_managers_enter_and_exit(tmp_path) -> None:
+    train = """
+        import time
+        import torch
+        class StepTimer:
+            def __enter__(self):
+                self.t0 = time.perf_counter()
+                return self
+            def __exit__(self, *exc):
+                torch.cuda.synchronize()
+        def train(model, opt, loader):
+            timer = StepTimer()
+            for x in loader:
+                with timer:
+                    model(x.cuda()).sum().backward()
+                    opt.step()
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 9, "SFL108")]
+
+
+def test_a_list_of_instances_bound_to_a_name_calls_their_class(tmp_path) -> None:
+    train = """
+        import torch
+        class ProgressLine:
+            def __call__(self, loss):
+                self.line = f"loss {loss:.4f}"
+        def train_epoch(model, opt, loader, callbacks):
+            for x in loader:
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                opt.step()
+                for cb in callbacks:
+                    cb(loss.detach())
+        def main(model, opt, loader):
+            callbacks = [ProgressLine()]
+            train_epoch(model, opt, loader, callbacks)
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 5, "SFL107")]

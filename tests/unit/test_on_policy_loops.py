@@ -151,3 +151,97 @@ def test_an_evaluation_loop_hands_the_model_and_an_item_to_a_helper(tmp_path) ->
                 torch.cuda.synchronize()
     """
     assert _lint(tmp_path, {"train.py": train}) == [("train.py", 11, "SFL108"), ("train.py", 15, "SFL108")]
+
+
+_GAN = """
+    import torch
+
+    def train(G, D, opt_g, opt_d, loader, r1_every):
+        for step, real in enumerate(loader):
+            d_loss = D(real).mean() - D(G(real)).mean()
+            opt_d.zero_grad()
+            d_loss.backward()
+            opt_d.step()
+            if step % r1_every == 0:
+                r1 = D(real).pow(2).mean()
+                opt_d.zero_grad()
+                r1.backward()
+                opt_d.step()
+                print(r1.item())
+"""
+
+
+def test_a_lazy_regulariser_beside_the_optimizer_step_is_an_interval(tmp_path) -> None:
+    assert _lint(tmp_path, {"gan.py": _GAN}) == []
+
+
+def test_gradient_accumulation_holds_the_only_optimizer_step(tmp_path) -> None:
+    train = """
+        def train(model, opt, loader, accum):
+            for step, (x, y) in enumerate(loader):
+                loss = (model(x) - y).pow(2).mean() / accum
+                loss.backward()
+                if (step + 1) % accum == 0:
+                    opt.step()
+                    opt.zero_grad()
+                    print(loss.item())
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 9, "SFL101")]
+
+
+def test_torch_unique_of_a_host_tensor_reads_nothing_back(tmp_path) -> None:
+    train = """
+        import torch
+        def train(model, opt, loader):
+            for x, y in loader:
+                out = model(x.cuda())
+                out.sum().backward()
+                opt.step()
+                best = out.argmax(-1).cpu()
+                for row in best:
+                    kept = torch.unique_consecutive(row)
+                classes = torch.unique(out.argmax(-1))
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 8, "SFL102"), ("train.py", 11, "SFL203")]
+
+
+def test_an_accumulation_continue_leaves_the_optimizer_step_per_step(tmp_path) -> None:
+    train = """
+        import torch
+        def train(model, opt, loader, accum, log_every):
+            for i, (x, y) in enumerate(loader):
+                loss = (model(x) - y).pow(2).mean() / accum
+                loss.backward()
+                if (i + 1) % accum != 0:
+                    continue
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                if not torch.isfinite(norm):
+                    continue
+                opt.step()
+            for i, (x, y) in enumerate(loader):
+                loss = (model(x) - y).pow(2).mean()
+                loss.backward()
+                opt.step()
+                if i % log_every != 0:
+                    continue
+                print(loss.item())
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 10, "SFL106")]
+
+
+def test_code_after_a_with_block_that_returns_is_a_retry_path(tmp_path) -> None:
+    train = """
+        import torch
+        def retry(func):
+            def wrapped(x):
+                with ignore_oom():
+                    return func(x)
+                return func(x.cpu())
+            return wrapped
+        def train(model, opt, loader):
+            step = retry(model)
+            for x in loader:
+                step(x).sum().backward()
+                opt.step()
+    """
+    assert _lint(tmp_path, {"train.py": train}) == []

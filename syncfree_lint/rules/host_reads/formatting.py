@@ -5,7 +5,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.instances import class_of_kind
-from syncfree_lint.knowledge.sinks import LOGGER_METHODS
+from syncfree_lint.knowledge.sinks import LOGGER_METHODS, QUIET_LOGGER_METHODS
 from syncfree_lint.rules.base import Rule
 
 _PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str"})
@@ -60,7 +60,7 @@ class TensorFormatting(Rule):
     doc = """
 ## What it does
 Flags turning a tensor into text inside a step: `print(t)`, f-strings `f"{t}"` and
-`f"{t:.3f}"`, `str(t)`, `repr(t)`, `"%f" % t`, `"{}".format(t)`, `logging`/`logger.*(..., t)`,
+`f"{t:.3f}"`, `str(t)`, `repr(t)`, `"%f" % t`, `"{}".format(t)`, `logging`/`logger.*(..., t)` (not `logger.debug(..., t)`: off at the default level, its arguments are never formatted),
 and progress bars (`pbar.set_postfix(loss=t)`).
 
 ## Why it syncs
@@ -112,7 +112,7 @@ No automatic fix: which interval to log at is the user's choice.
             attr = func.attr.value
             if attr == "format" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
                 what = "`str.format()`"
-            elif attr in LOGGER_METHODS and _is_logger(func.value, ctx):
+            elif attr in LOGGER_METHODS and attr not in QUIET_LOGGER_METHODS and _is_logger(func.value, ctx):
                 what = f"`{attr}()` logging"
             elif attr in _PROGRESS_METHODS:
                 what = f"`{attr}()`"

@@ -98,7 +98,7 @@ No automatic fix: the static size is something only the user knows.
 
     def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         found = torch_call(node, ctx, "unique", "unique_consecutive", "bincount")
-        method = method_call(node)
+        method = None if found else method_call(node)  # `torch.unique(x)` is a function: its argument decides
         if not found and method in ("unique", "unique_consecutive", "bincount") and device_receiver(node, ctx):
             found = method
         if found and (device_args(node, ctx) if not method else True):
