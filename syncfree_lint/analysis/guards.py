@@ -268,9 +268,12 @@ def _steps_optimizer(node: cst.CSTNode, skip: cst.CSTNode) -> bool:
     return False
 
 
-def returns_inside(node: cst.With) -> bool:
-    """``with ignore_oom(): return f(x)``: the code after it runs only when the context manager
-    swallowed an exception (a retry path), like the code after an early ``return``."""
+def returns_inside(node: cst.With, function: cst.CSTNode) -> bool:
+    """``with ignore_oom(): return f(x)`` as a statement of ``function``'s own body: the code after it
+    runs only when the context manager swallowed an exception (a retry path), like the code after
+    an early ``return``."""
+    if not any(statement is node for statement in getattr(getattr(function, "body", None), "body", ())):
+        return False
     body = getattr(node.body, "body", ())
     last = body[-1] if body else None
     smalls = last.body if isinstance(last, cst.SimpleStatementLine) else ()

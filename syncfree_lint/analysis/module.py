@@ -393,7 +393,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                 turns_grad_off(item.item, self.qualname) for item in node.items)
             self._suite(node.body)
             self.grad_off = saved
-            if self.function is not None and not self.loops and returns_inside(node):
+            if self.function is not None and returns_inside(node, self.function.node):
                 self.function.rest_guarded = True
         elif isinstance(node, (cst.Try, cst.TryStar)):
             self._suite(node.body)

@@ -245,3 +245,16 @@ def test_code_after_a_with_block_that_returns_is_a_retry_path(tmp_path) -> None:
                 opt.step()
     """
     assert _lint(tmp_path, {"train.py": train}) == []
+
+
+def test_a_with_return_inside_a_branch_guards_nothing_after_the_branch(tmp_path) -> None:
+    train = """
+        import torch
+        class Shape(torch.nn.Module):
+            def forward(self, ims):
+                if isinstance(ims, torch.Tensor):
+                    with torch.autocast("cuda"):
+                        return ims * 2
+                return torch.as_tensor(ims).cuda()
+    """
+    assert _lint(tmp_path, {"train.py": train}) == [("train.py", 8, "SFL403")]
