@@ -55,6 +55,7 @@ def summary_of(facts: FileFacts) -> FileFacts:
     slim.dtypes = facts.dtypes
     # what the requested files may learn about values, and what this file could learn first (``run_kinds``)
     slim.returns = facts.returns
+    slim.attributes = facts.attributes  # what instances of its classes hold (``loss_fn.center``)
     slim.calls_out = facts.calls_out
     slim.unknown_imports = facts.unknown_imports
     slim.objects_wanted = facts.objects_wanted
