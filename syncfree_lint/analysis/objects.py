@@ -3,8 +3,10 @@
 
 ``meter = Meter()`` makes ``meter.update(x)`` run ``Meter.update``; ``step = torch.compile(train_step)``
 makes ``step(b)`` run ``train_step``; ``on_step = partial(log_scalars, writer, prefix="train")``
-makes ``on_step(i, d)`` run ``log_scalars(writer, i, d, prefix="train")``. The walk (``ModuleAnalysis``)
-records these as assignments finish; calls read them back (``analysis.calls``, ``analysis.arguments``).
+makes ``on_step(i, d)`` run ``log_scalars(writer, i, d, prefix="train")``; ``loss_fn.center`` on an
+instance of a class that registers the buffer ``center`` is a tensor, also when the class is another
+file's (``FileFacts.attributes``). The walk (``ModuleAnalysis``) records these as assignments finish;
+calls read them back (``analysis.calls``, ``analysis.arguments``).
 """
 from __future__ import annotations
 
