@@ -21,7 +21,7 @@ from syncfree_lint.analysis.scope import (
 from syncfree_lint.analysis.guards import (
     is_flag_guard,
 )
-from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
+from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES, MODULE_METHOD_NAMES
 from syncfree_lint.knowledge.meters import MeterShape
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,6 +92,13 @@ class AnswersMixin:
             return True
         name = dotted(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         return name is not None and tensors.looks_like_module(name) and not self.imports.imported(name.split(".")[0])
+
+    def _is_model_entry(self, func: cst.BaseExpression) -> bool:
+        """A model, or a method of one that no library class shares (``model.score``, ``net.encode``)."""
+        if self._is_model(func):
+            return True
+        return isinstance(func, cst.Attribute) and (func.attr.value == "forward" or func.attr.value not in MODULE_METHOD_NAMES) \
+            and self._is_model(func.value)
 
     def _runs_model(self, call: cst.Call) -> bool:
         """``sample(policy, prompt)`` (handed a model and no data loader), ``policy(x)``, or

@@ -68,7 +68,7 @@ class BindingsMixin:
     _generators: Dict[str, str]
     instances: InstanceTable
     callables: ScopedNames["CallRef"]
-    alternatives: ScopedNames["CallRef"]
+    alternatives: ScopedNames[Tuple["CallRef", ...]]
     uses_accelerator: bool
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
@@ -82,6 +82,7 @@ class BindingsMixin:
     alternative_refs: Callable[[cst.BaseExpression], List["CallRef"]]
     _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
     _remember_instance: Callable[[str, cst.BaseExpression], None]
+    _loop_callables: Callable[[cst.BaseExpression, cst.BaseExpression], None]
     _remember_attribute_class: Callable[[str, cst.BaseExpression], None]
     passed_callables: "PassedCallables"
     _instance_attribute: Callable[[str], Optional[str]]
@@ -364,6 +365,7 @@ class BindingsMixin:
             return
         if isinstance(iterable, cst.Name) and isinstance(target, cst.Name) and self.function is not None:
             self.passed_callables.loop_over(self.function, target.value, iterable.value)
+        self._loop_callables(target, iterable)
         items = class_of_elements(self.kind(iterable))
         if items is not None and isinstance(target, cst.Name):
             self._bind_target(target, None)

@@ -130,7 +130,7 @@ class CallsMixin:
     results_of: ScopedNames[str]
     objects_wanted: Set[str]
     callables: ScopedNames["CallRef"]
-    alternatives: ScopedNames["CallRef"]
+    alternatives: ScopedNames[Tuple["CallRef", ...]]
     passed_callables: PassedCallables
     calls: List[CallSite]
     function: Optional["FunctionFrame"]
@@ -269,7 +269,8 @@ class CallsMixin:
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             if expr.value.value == "self" and self.class_frame is not None:
                 ref = SelfRef(self.class_frame.qualname, expr.attr.value)
-                return ref if self.resolve_local(ref) else None
+                # a method defined further down (``__init__`` registering ``self._record``) is known by name
+                return ref if expr.attr.value in self.class_frame.methods or self.resolve_local(ref) else None
             instance = self.instances.lookup(prefix, expr.value.value)
             if instance is not None:  # `callback=meter.update`
                 return method_ref(instance, expr.attr.value)
@@ -322,11 +323,12 @@ class CallsMixin:
         return NameRef(nested, found[0]) if nested is not None else None
 
     def alternative_refs(self, func: cst.BaseExpression) -> List[CallRef]:
-        """The other function a called name may stand for (``build = f if c else g``: ``g``)."""
+        """The other functions a called name may stand for: ``build = f if c else g`` (``g``), each
+        element of a list or dict of callables (``for cb in callbacks["on_step_end"]: cb(state)``)."""
         if not isinstance(func, cst.Name):
             return []
         held = self.alternatives.lookup(".".join(self._prefix), func.value)
-        return [held] if held is not None else []
+        return list(held) if held is not None else []
 
     def _imported_function(self, expr: cst.BaseExpression) -> Optional[CallRef]:
         """``evaluate_batch`` or ``steps.evaluate_batch`` imported from the project (the run
@@ -367,18 +369,20 @@ class CallsMixin:
 
     def _removes_hooks(self, registration: cst.Call) -> bool:
         """The registration's handle is kept (not a bare call) and the code around it removes hooks
-        (``handle.remove()``) or returns what it kept: a hook for the forward passes made there."""
+        (``handle.remove()``) or returns what it kept: a hook for the forward passes made there.
+        In a method, the class may remove them in another method (a detector used as a context
+        manager: ``__exit__`` removes what ``__init__`` registered): the hooks live as long as it."""
         statement = self.statement
         if isinstance(statement, cst.Expr) and statement.value is registration:
             return False
         scope = self.function.node if self.function is not None else None
         for node in walk_code(scope) if scope is not None else ():
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "remove" \
-                    and not node.args:
+            if _removes(node):
                 return True
             if isinstance(node, cst.Return) and isinstance(node.value, cst.Name):
                 return True
-        return False
+        owner = self.class_frame.node if self.class_frame is not None else None
+        return owner is not None and any(_removes(node) for node in walk_code(owner))
 
     def _passed_values(self, expr: cst.BaseExpression) -> List[CallRef]:
         """What an argument hands over to be called: a function (``function_value``), an object
@@ -466,6 +470,12 @@ class CallsMixin:
                     out.append(name)
                     frontier.append(name)
         return out
+
+
+def _removes(node: cst.CSTNode) -> bool:
+    """``handle.remove()``: a hook handle removed."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "remove" \
+        and not node.args
 
 
 def returned_nested_function(node: cst.CSTNode) -> Optional[str]:

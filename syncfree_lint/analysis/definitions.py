@@ -145,7 +145,7 @@ class DefinitionsMixin:
         qualname = ".".join(self._prefix + [name])
         methods = frozenset(statement.name.value for statement in getattr(node.body, "body", ())
                             if isinstance(statement, cst.FunctionDef))
-        frame = ClassFrame(qualname, name, is_module, tuple(bases), methods)
+        frame = ClassFrame(qualname, name, is_module, tuple(bases), methods, node)
         self.classes[qualname] = frame
         if is_module and not self._prefix:
             self.module_env[name] = tensors.MODULE_CLASS

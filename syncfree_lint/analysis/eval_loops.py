@@ -6,14 +6,16 @@ a sync in its body is paid once per evaluation step. The loop counts when a call
 (not in a nested function) runs something named or known as a model on an input built from the
 loop's items (its first positional argument, or ``**batch``: a sampler's ``unet(latents, t)``
 iterates a schedule, not data). Loops over ``range(...)`` are not counted (a per-token or per-step loop of a
-sampler run once is not an evaluation over data).
+sampler run once is not an evaluation over data), unless they cut the data into batches with a stride
+(``for i in range(0, n, batch_size): x = xs[i:i + batch_size]``, ``strided_slices``).
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.nodes import code_children
 from syncfree_lint.knowledge.frequency import NO_GRAD_CONTEXTS
 
@@ -40,6 +42,47 @@ def over_range(iterable: cst.BaseExpression) -> bool:
             return False
         iterable = iterable.args[0].value
     return isinstance(iterable, (cst.List, cst.Tuple))
+
+
+def strided_slices(iterable: cst.BaseExpression, body: cst.CSTNode, names: Set[str]) -> Dict[str, str]:
+    """The names a loop ``for i in range(start, stop, step)`` binds to slices of data cut at its
+    counter (``x, y = xs[i:i + step], ys[i:i + step]``, ``batch = triples[start:start + bs]``), each
+    with the dotted name of the data it cuts: the loop iterates over batches of that data. Empty for
+    any other loop."""
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range"
+            and len(iterable.args) == 3 and not any(arg.keyword or arg.star for arg in iterable.args)):
+        return {}
+    bound: Dict[str, str] = {}
+    stack: List[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign):
+            values = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
+            targets = [n for t in node.targets for n in _names_in(t.target)]
+            if len(targets) == len(values):
+                for target, value in zip(targets, values):
+                    data = _cut_at(value, names)
+                    if data is not None:
+                        bound[target.value] = data
+        stack.extend(code_children(node))
+    return bound
+
+
+def _cut_at(value: cst.BaseExpression, counters: Set[str]) -> Optional[str]:
+    """``xs[i:i + n]`` (or ``xs[i:i + n].to(device)``) with ``i`` a counter: the dotted name of
+    ``xs`` ("" when it has none)."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        value = value.func.value
+    if not isinstance(value, cst.Subscript) or len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Slice):
+        return None
+    cut = value.slice[0].slice
+    if isinstance(cut.lower, cst.Name) and cut.lower.value in counters and isinstance(cut.upper, cst.BinaryOperation) \
+            and isinstance(cut.upper.operator, cst.Add) and isinstance(cut.upper.left, cst.Name) \
+            and cut.upper.left.value == cut.lower.value:
+        return dotted(value.value) or ""
+    return None
 
 
 def evaluates_items(body: cst.CSTNode, names: Set[str], is_model: Callable[[cst.BaseExpression], bool]) -> bool:

@@ -14,11 +14,12 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.scope import (
-    FunctionFrame, LoopFrame, Placement, acts_in_environment, contains_step_marker, mark_step,
+    FunctionFrame, LoopFrame, Placement, acts_in_environment, contains_step_marker, mark_step, moves_items, target_names,
 )
+from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, strided_slices
 from syncfree_lint.analysis.guards import (
     ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_opt_in_call,
-    steps_optimizer_beside,
+    reports_after_reading, steps_optimizer_beside,
 )
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
@@ -56,6 +57,8 @@ class FrequencyMixin:
     _off_options: Optional[FrozenSet[str]] = None
     _rules: Callable[[cst.CSTNode], None]
     _visit: Callable[[cst.CSTNode], None]
+    _bind: Callable[[str, Optional[str]], None]
+    _is_model_entry: Callable[[cst.BaseExpression], bool]
 
     def placement(self) -> Placement:
         return Placement(tuple(self.loops), self.function, self.guard_depth,
@@ -87,7 +90,23 @@ class FrequencyMixin:
             or is_equality_guard(test, self._is_host_number)
             or is_host_branch(test)
             or self._flushes_window(test)
+            or reports_after_reading(node, self.kind)
         )
+
+    def _evaluates(self, node: cst.For) -> bool:
+        """Does a loop with gradients off evaluate a model on its items (``analysis.eval_loops``)?
+        A loop over ``range(0, n, batch_size)`` counts when it cuts data into batches; data whose
+        batches the body moves to the device is on the host, like a loader's (``rows = batch.tolist()``)."""
+        batches = strided_slices(node.iter, node.body, target_names(node.target))
+        if not batches and over_range(node.iter):
+            return False
+        if not evaluates_items(node.body, set(batches) or target_names(node.target), self._is_model_entry):
+            return False
+        if batches and moves_items(node.body, set(batches)):
+            for data in set(batches.values()):
+                if data and self.lookup(data) is None:
+                    self._bind(data, tensors.HOST_BATCH)  # batched and moved by the loop, as a loader's
+        return True
 
     def _flushes_window(self, test: cst.BaseExpression) -> bool:
         """``if len(self.window) < self.every: return`` (or ``>= every:`` around the flush) in a

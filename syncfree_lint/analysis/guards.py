@@ -11,8 +11,10 @@ from typing import Callable, List, Optional, Sequence, Union
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.kinds import DEVICE_TENSORS
 from syncfree_lint.analysis.nodes import code_children
 from syncfree_lint.knowledge import frequency as facts
+from syncfree_lint.knowledge.sinks import DISPLAY_FUNCTIONS, LOGGER_METHODS
 
 
 def has_modulo(expr: cst.BaseExpression) -> bool:
@@ -214,6 +216,50 @@ def is_memo_guard(node: cst.If) -> bool:
                 if dotted(filled) == holder:
                     return True
     return False
+
+
+def reports_after_reading(node: cst.If, kind: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
+    """``if g_loss.item() > limit: print(f"... {g_loss:.2f} ...")``: the test has just waited for the
+    device to read a value, and the body only reports (prints, logs, warns, raises, leaves the loop):
+    it queues no device work, so what it reads is ready and costs no second wait. The test itself
+    stays a finding; the body runs only when the condition holds."""
+    if not _reads_device_value(node.test, kind) or node.orelse is not None:
+        return False
+    body = node.body
+    if isinstance(body, cst.IndentedBlock) and not all(isinstance(line, cst.SimpleStatementLine) for line in body.body):
+        return False  # a nested block may do anything
+    smalls = _small_statements(body)
+    return bool(smalls) and all(_only_reports(small) for small in smalls)
+
+
+def _reads_device_value(test: cst.BaseExpression, kind: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
+    """The test converts a device tensor to a Python value: ``t.item()``, ``float(t)``, ``if t:``."""
+    if kind(test) in DEVICE_TENSORS:
+        return True
+    stack: List[cst.CSTNode] = [test]
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "item" and not expr.args \
+                    and kind(func.value) in DEVICE_TENSORS:
+                return True
+            if isinstance(func, cst.Name) and func.value in ("float", "int", "bool") and len(expr.args) == 1 \
+                    and kind(expr.args[0].value) in DEVICE_TENSORS:
+                return True
+        elif isinstance(expr, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation)):
+            stack.extend(code_children(expr))
+    return False
+
+
+def _only_reports(statement: cst.CSTNode) -> bool:
+    if isinstance(statement, (cst.Raise, cst.Break, cst.Continue, cst.Pass)):
+        return True
+    if not (isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call)):
+        return False
+    func = statement.value.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+    return name in DISPLAY_FUNCTIONS or name in LOGGER_METHODS or name == "warn"
 
 
 def _small_statements(body: cst.BaseSuite) -> List[cst.CSTNode]:

@@ -22,7 +22,7 @@ from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
 from syncfree_lint.analysis.device import default_device_is_accelerator
-from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, turns_grad_off
+from syncfree_lint.analysis.eval_loops import turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX, InstanceTable, ScopedNames
 from syncfree_lint.analysis.narrowing import narrowed_kind, unnarrowed
@@ -125,7 +125,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self.results_of: ScopedNames[str] = ScopedNames()  # names holding an imported call's result of unknown class
         self.objects_wanted: Set[str] = set()  # imported functions whose result has a method called on it
         self.callables: ScopedNames[CallRef] = ScopedNames()  # names standing for functions (``step = compile(f)``)
-        self.alternatives: ScopedNames[CallRef] = ScopedNames()  # the other function of ``f if c else g``
+        self.alternatives: ScopedNames[Tuple[CallRef, ...]] = ScopedNames()  # `f if c else g`'s g; lists of callables
         self.bound_arguments: ScopedNames[Tuple[cst.Arg, ...]] = ScopedNames()  # ``partial(f, a, k=v)``'s
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
         self.pass_hooks: List[Any] = []  # (hook, statement, what torch calls it with): run at each forward/backward
@@ -348,8 +348,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         # (``for x, y in self.val_data: x = x.to(dev)``); not over a module's own tensors
         over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS or (
             moved and not iterates_own_tensors(node.iter))
-        evaluates = not over_loader and self.grad_off and not over_range(node.iter) and evaluates_items(
-            node.body, target_names(node.target), self._is_model)
+        evaluates = not over_loader and self.grad_off and self._evaluates(node)
         over_loader = over_loader or evaluates
         host_items = loader_kind == tensors.HOST_LOADER or moved
         item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH

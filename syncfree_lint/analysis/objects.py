@@ -10,7 +10,7 @@ calls read them back (``analysis.calls``, ``analysis.arguments``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -46,7 +46,7 @@ class ObjectsMixin:
     results_of: ScopedNames[str]
     instances: InstanceTable
     callables: ScopedNames["CallRef"]
-    alternatives: ScopedNames["CallRef"]
+    alternatives: ScopedNames[Tuple["CallRef", ...]]
     bound_arguments: ScopedNames[Tuple[cst.Arg, ...]]
     imported_returns: Dict[str, str]
     _prefix: Sequence[str]
@@ -55,6 +55,7 @@ class ObjectsMixin:
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
     _iterated_function: Callable[[cst.BaseExpression], Optional["CallRef"]]
+    _passed_values: Callable[[cst.BaseExpression], List["CallRef"]]
 
     def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
         """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
@@ -86,8 +87,33 @@ class ObjectsMixin:
         if drawn is not None or self.callables.lookup(scope, name + NEXT_OF) is not None:
             self.callables.bind(scope, name + NEXT_OF, drawn)  # `it = iter(sampler)`: `next(it)` runs its `__iter__`
         other = self.function_value(value.orelse) if isinstance(value, cst.IfExp) and function is not None else None
-        if other is not None or self.alternatives.lookup(scope, name) is not None:
-            self.alternatives.bind(scope, name, other if other != function else None)
+        others = (other,) if other is not None and other != function else self._callable_elements(value)
+        if others or self.alternatives.lookup(scope, name) is not None:
+            self.alternatives.bind(scope, name, others or None)
+
+    def _callable_elements(self, value: cst.BaseExpression) -> Tuple["CallRef", ...]:
+        """``[record, Progress(10)]``, ``{"on_step_end": [record, tracker]}``: the functions and
+        called objects a list, tuple or dict display holds (a dict's values, or their elements)."""
+        if isinstance(value, (cst.List, cst.Tuple)):
+            return tuple(self._passed_values(value))
+        if isinstance(value, cst.Dict):
+            return tuple(ref for element in value.elements if isinstance(element, cst.DictElement)
+                         for ref in self._passed_values(element.value))
+        return ()
+
+    def _loop_callables(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """``for cb in callbacks:`` / ``callbacks["end"]`` / ``callbacks.values()``: calling ``cb``
+        calls each callable the display held."""
+        while isinstance(iterable, cst.Subscript) or (isinstance(iterable, cst.Call) and not iterable.args
+                                                       and isinstance(iterable.func, cst.Attribute)
+                                                       and iterable.func.attr.value == "values"):
+            iterable = iterable.value if isinstance(iterable, cst.Subscript) else iterable.func.value  # type: ignore[attr-defined]
+        if not isinstance(target, cst.Name) or not isinstance(iterable, cst.Name):
+            return
+        scope = ".".join(self._prefix)
+        held = self.alternatives.lookup(scope, iterable.value)
+        if held is not None or self.alternatives.lookup(scope, target.value) is not None:
+            self.alternatives.bind(scope, target.value, held)
 
     def _local_class(self, cls: Optional[ClassRef]) -> Optional[ClassRef]:
         """``cls``, named as a class of this file when it is one (an object kind names classes by

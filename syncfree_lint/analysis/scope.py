@@ -62,11 +62,12 @@ class LoopFrame:
 
 
 class ClassFrame:
-    __slots__ = ("qualname", "name", "is_module", "bases", "methods", "attrs", "attr_classes")
+    __slots__ = ("qualname", "name", "is_module", "bases", "methods", "attrs", "attr_classes", "node")
 
     def __init__(self, qualname: str, name: str, is_module: bool, bases: Tuple[str, ...],
-                 methods: FrozenSet[str] = frozenset()) -> None:
+                 methods: FrozenSet[str] = frozenset(), node: Optional[cst.ClassDef] = None) -> None:
         self.qualname = qualname
+        self.node = node  # its definition (None for a class built by a test)
         self.name = name
         self.is_module = is_module
         self.bases = bases  # dotted names through the imports (a local class: its qualname)

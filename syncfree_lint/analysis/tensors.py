@@ -210,11 +210,12 @@ class TensorInference:
             if all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
                 return OTHER
             return MASK
-        if any(k is None for k in kinds):
-            return None
-        # a host tensor compared with host values is a mask on the host (``arange(n)[None] < lengths[:, None]``)
-        return HOST_TENSOR if any(k in _HOST_TENSORS for k in kinds) and not all(
-            isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons) else OTHER
+        # a host tensor compared with host values is a mask on the host (``arange(n)[None] < lengths[:, None]``);
+        # with a value of unknown kind too (``torch.rand(shape) < cfg.p``), as in arithmetic (``kinds.combine``)
+        if any(k in _HOST_TENSORS for k in kinds):
+            return OTHER if all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                                for t in node.comparisons) else HOST_TENSOR
+        return None if any(k is None for k in kinds) else OTHER
 
     def _BooleanOperation(self, node: cst.BooleanOperation) -> Optional[str]:
         left, right = self.kind(node.left), self.kind(node.right)

@@ -126,5 +126,9 @@ _OTHER_LIBRARY_METHODS = frozenset({
     "compute", "forward", "backward", "step", "apply", "call", "save", "load",
 })
 
+#: the public methods of ``torch.nn.Module``: a model's own methods other than these (``model.score``,
+#: ``net.encode``) run the model
+MODULE_METHOD_NAMES = _MODULE_METHODS
+
 LIBRARY_METHOD_NAMES = (_TENSOR_METHODS | _MODULE_METHODS | _OPTIMIZER_METHODS | _BUILTIN_METHODS | _LOGGER_METHODS
                         | _OTHER_LIBRARY_METHODS | DISPLAY_METHODS | TRACKER_METHODS | WRITER_METHODS)

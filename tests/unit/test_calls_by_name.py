@@ -4,13 +4,15 @@ that calls them where it calls the parameter (``callgraph.passed_edges``)."""
 from __future__ import annotations
 
 import textwrap
-from typing import Dict, List, Tuple
+from typing import List
 
 import pytest
 
 from syncfree_lint import engine
 from syncfree_lint.config import Config
 from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
+
+from project_lint import lint_files
 
 _TRAIN = """
     def train(model, opt, loader, device, monitor):
@@ -22,11 +24,7 @@ _TRAIN = """
 """
 
 
-def _lint(tmp_path, files: Dict[str, str]) -> List[Tuple[str, int, str]]:
-    for name, text in files.items():
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    result = engine.run([str(tmp_path)], Config(), jobs=1)
-    return sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics)
+_lint = lint_files
 
 
 def test_a_method_only_one_project_class_defines_is_run_by_its_name(tmp_path) -> None:

@@ -4,19 +4,16 @@ arguments a ``functools.partial`` binds, what a name bound to a lambda returns, 
 dicts of device tensors (``dict(loss=...)``, host values under constant keys, step counters)."""
 from __future__ import annotations
 
-import textwrap
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 from syncfree_lint import engine
 from syncfree_lint.config import Config
 from syncfree_lint.knowledge import torch_api as api
 
+from project_lint import lint_files
 
-def _lint(tmp_path, files: Dict[str, str]) -> List[Tuple[str, int, str]]:
-    for name, text in files.items():
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    result = engine.run([str(tmp_path)], Config(), jobs=1)
-    return sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics)
+
+_lint = lint_files
 
 
 _METER = """

@@ -4,20 +4,15 @@ nested loop that is not over a data loader. And a class of another file that is 
 makes a module when constructed there (``run_kinds.module_classes``)."""
 from __future__ import annotations
 
-import textwrap
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
-from syncfree_lint import engine
 from syncfree_lint.analysis.run_kinds import module_classes
 from syncfree_lint.analysis.filefacts import FileFacts
-from syncfree_lint.config import Config
+
+from project_lint import lint_files
 
 
-def _lint(tmp_path, files: Dict[str, str]) -> List[Tuple[str, int, str]]:
-    for name, text in files.items():
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    result = engine.run([str(tmp_path)], Config(), jobs=1)
-    return sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics)
+_lint = lint_files
 
 
 _ROLLOUT = """

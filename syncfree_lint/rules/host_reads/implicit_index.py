@@ -1,11 +1,21 @@
-"""SFL112: a tensor where Python needs an int (a slice bound, ``range()``), converted implicitly."""
+"""SFL112: a tensor where Python needs an int (a slice bound, ``range()``, an index into a list), converted implicitly."""
 from __future__ import annotations
 
 import libcst as cst
 
+from syncfree_lint.analysis import tensors
+
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.edits import code
 from syncfree_lint.knowledge.torch_api import TENSOR_INT_ARGUMENT_METHODS, TORCH_NUMBER_ARGUMENT_FACTORIES
 from syncfree_lint.rules.base import Rule
+
+#: receivers that take a tensor index through ``__index__`` on the host: lists, tuples, strings (a
+#: known non-tensor value) and NumPy arrays; a dict hashes the tensor object and reads nothing
+_HOST_SEQUENCES = frozenset({tensors.OTHER, tensors.NUMPY})
+#: an index computed on the device (``logits.argmax()``); not an item of a batch, which is often host
+#: metadata (``data["dataset"]`` keying a dict of counts)
+_COMPUTED = frozenset({tensors.TENSOR, tensors.MASK})
 
 
 class ImplicitIndex(Rule[cst.CSTNode]):
@@ -20,8 +30,11 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                    "GPU; pass a host number (a length you already know), or build to the padded size and mask",
         "size": "`{function}()` with a tensor as its count or size converts it to a Python int: the host waits for "
                 "the GPU; pass a host int (from shapes you already know), or keep the size fixed and mask",
+        "sequence": "a tensor used as an index into a Python sequence (`{container}`) is converted to a Python int: "
+                    "the host waits for the GPU; keep the values in a tensor and index it on the device, or read the "
+                    "index at log intervals",
     }
-    node_types = (cst.Slice, cst.Call)
+    node_types = (cst.Slice, cst.Call, cst.Subscript)
     invalid = (
         """
         def train(model, loader, optimizer):
@@ -61,6 +74,16 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                 losses.topk(k).values.mean().backward()
                 optimizer.step()
         """,
+        """
+        def train(model, loader, optimizer, class_names):
+            worst = []
+            for x, y in loader:
+                losses = model(x, y)
+                names = list(class_names)
+                worst.append(names[losses.argmax()])
+                losses.mean().backward()
+                optimizer.step()
+        """,
     )
     valid = (
         """
@@ -97,6 +120,17 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                 losses.topk(k).values.mean().backward()
                 optimizer.step()
         """,
+        """
+        import torch
+        def train(model, loader, optimizer, class_names):
+            for x, y in loader:
+                losses = model(x, y)
+                names = list(class_names)
+                table = torch.zeros(len(names), device=losses.device)
+                table[losses.argmax()] += 1
+                losses.mean().backward()
+                optimizer.step()
+        """,
     )
     doc = """
 ## What it does
@@ -128,7 +162,14 @@ No automatic fix.
 """
 
     def check(self, node: cst.CSTNode, ctx: SemanticModel) -> None:
-        if isinstance(node, cst.Slice):
+        if isinstance(node, cst.Subscript):
+            if ctx.kind(node.value) in _HOST_SEQUENCES:
+                for element in node.slice:
+                    index = element.slice
+                    if isinstance(index, cst.Index) and index.star is None and ctx.kind(index.value) in _COMPUTED:
+                        ctx.report(self, index.value, "sequence", container=code(node.value))
+                        return
+        elif isinstance(node, cst.Slice):
             for bound in (node.lower, node.upper, node.step):
                 if bound is not None and ctx.is_tensor(bound):
                     ctx.report(self, bound)

@@ -1,0 +1,112 @@
+"""Stop-35 classes, each on a program written for the test:
+- a device tensor indexing a Python list (``names[logits.argmax()]``) is an implicit ``int()`` (SFL112);
+- a host tensor compared with a value of unknown kind stays on the host, so moving it is a host-built copy (SFL403);
+- a method registered as a forward hook before its definition (``self._record`` in ``__init__``) runs per step;
+- reads in a branch whose test has just read a device value and whose body only reports are not a second wait;
+- kinds learned across files settle to a fixed point, not after a fixed small number of rounds."""
+from __future__ import annotations
+
+from project_lint import lint_files
+
+_LOOP = """
+    import torch
+
+    def train(model, loader, optimizer, device, names, cfg):
+        history = []
+        for x, y in loader:
+            logits = model(x.to(device))
+            {body}
+            loss = logits.logsumexp(-1).mean()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def _loop(tmp_path, body: str):
+    return lint_files(tmp_path, {"train.py": _LOOP.replace("{body}", body)})
+
+
+def test_a_device_index_into_a_python_list_is_an_implicit_int(tmp_path) -> None:
+    found = _loop(tmp_path, 'labels = ["cat", "dog"]; history.append(labels[logits.argmax()])')
+    assert ("train.py", 8, "SFL112") in found
+
+
+def test_a_device_index_into_a_tensor_or_an_unknown_value_is_not(tmp_path) -> None:
+    assert _loop(tmp_path, "history.append(names[logits.argmax()])") == []  # `names` may be a tensor
+    table = "table = torch.zeros(2, device=device); table[logits.argmax()] += 1"
+    (tmp_path / "device_table").mkdir()
+    assert lint_files(tmp_path / "device_table", {"train.py": _LOOP.replace("{body}", table)}) == []
+
+
+def test_a_host_random_mask_moved_to_the_device_is_built_on_the_host(tmp_path) -> None:
+    found = _loop(tmp_path, "drop = (torch.rand(x.shape) < cfg.p).to(device)")
+    assert ("train.py", 8, "SFL403") in found
+
+
+def test_a_device_random_mask_is_not(tmp_path) -> None:
+    assert _loop(tmp_path, "drop = (torch.rand(x.shape, device=device) < cfg.p).to(device)") == []
+
+
+def test_a_bound_method_registered_as_a_hook_before_its_definition_runs_per_step(tmp_path) -> None:
+    model = """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 4)
+                self.means = []
+                self.body.register_forward_hook(self._record)
+
+            def _record(self, module, inputs, output):
+                self.means.append(output.detach().mean().item())
+
+            def forward(self, x):
+                return self.body(x)
+    """
+    train = """
+        import torch
+        from net import Net
+
+        def train(loader, device):
+            model = Net().to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                model(x.to(device)).sum().backward()
+                opt.step()
+    """
+    assert ("net.py", 12, "SFL101") in lint_files(tmp_path, {"net.py": model, "train.py": train})
+
+
+def test_a_report_after_the_test_read_the_value_is_not_a_second_wait(tmp_path) -> None:
+    body = 'if loss_now.item() > cfg.limit: print(f"diverging: {loss_now:.3f}")'
+    found = _loop(tmp_path, "loss_now = logits.mean()\n            " + body)
+    assert found == [("train.py", 9, "SFL101")]  # the test's `.item()`, not the f-string in the body
+
+
+def test_a_branch_that_does_device_work_after_the_read_still_reports(tmp_path) -> None:
+    body = ("if loss_now.item() > cfg.limit:\n"
+            "                scaled = logits * 2\n"
+            '                print(f"diverging: {scaled.mean():.3f}")')
+    found = _loop(tmp_path, "loss_now = logits.mean()\n            " + body)
+    assert ("train.py", 11, "SFL107") in found
+
+
+def test_kinds_settle_through_a_chain_longer_than_three_files(tmp_path) -> None:
+    files = {
+        "a.py": "def make(x):\n    return x * 2\n",
+        "b.py": "from a import make\n\ndef mask_of(x):\n    return make(x) > 0\n",
+        "c.py": "def pick(x, keep):\n    return x[keep]\n",
+        "train.py": """
+            from b import mask_of
+            from c import pick
+
+            def train(model, loader, optimizer, device):
+                for x, y in loader:
+                    out = model(x.to(device))
+                    sel = pick(out, mask_of(out))
+                    sel.mean().backward()
+                    optimizer.step()
+        """,
+    }
+    assert ("c.py", 2, "SFL202") in lint_files(tmp_path, files)

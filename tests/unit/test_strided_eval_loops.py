@@ -1,0 +1,88 @@
+"""An evaluation loop that cuts its data into batches with a stride (``for i in range(0, n, bs):
+x = xs[i:i + bs]``) under ``no_grad`` runs once per evaluation step (``eval_loops.strided_slices``),
+also when it calls a method of the model (``model.score(...)``); data it moves batch by batch is on
+the host. And hooks that a class registers and removes in another method live as long as it."""
+from __future__ import annotations
+
+from project_lint import lint_files
+
+_EVAL = """
+    import torch
+
+    @torch.no_grad()
+    def evaluate(model, xs, device, bs=64):
+        model.eval()
+        preds = []
+        for i in range({range}):
+            {cut}
+            logits = model.{entry}(x)
+            preds.extend(logits.argmax(1).tolist())
+        return preds
+"""
+
+
+def _eval(tmp_path, range_args="0, xs.shape[0], bs", cut="x = xs[i:i + bs].to(device)", entry="forward"):
+    program = _EVAL.replace("{range}", range_args).replace("{cut}", cut).replace("{entry}", entry)
+    return lint_files(tmp_path, {"evaluate.py": program})
+
+
+def test_a_strided_loop_over_slices_evaluates(tmp_path) -> None:
+    assert ("evaluate.py", 11, "SFL104") in _eval(tmp_path)
+
+
+def test_a_method_of_the_model_evaluates_too(tmp_path) -> None:
+    assert ("evaluate.py", 11, "SFL104") in _eval(tmp_path, entry="score")
+
+
+def test_a_module_method_is_not_an_evaluation(tmp_path) -> None:
+    assert _eval(tmp_path, entry="apply") == []
+
+
+def test_a_count_loop_is_not_an_evaluation(tmp_path) -> None:
+    assert _eval(tmp_path, range_args="xs.shape[0]", cut="x = xs[i:i + 1].to(device)") == []
+
+
+def test_a_slice_not_cut_at_the_counter_is_not_a_batch(tmp_path) -> None:
+    assert _eval(tmp_path, cut="x = xs[:bs].to(device)") == []
+
+
+def test_data_moved_batch_by_batch_is_on_the_host(tmp_path) -> None:
+    found = _eval(tmp_path, cut="batch = xs[i:i + bs]\n            rows = batch.tolist()\n            x = batch.to(device)")
+    assert [f for f in found if f[1] in (10, 11, 12)] == []  # `batch.tolist()` and the move read no device
+    assert ("evaluate.py", 13, "SFL104") in found
+
+
+def test_hooks_a_class_removes_elsewhere_run_where_it_is_used(tmp_path) -> None:
+    detector = """
+        import torch
+
+        class NanDetector:
+            def __init__(self, model):
+                self.handles = []
+                for module in model.modules():
+                    self.handles.append(module.register_forward_hook(self._check))
+
+            def _check(self, module, inputs, output):
+                if torch.isnan(output).any():
+                    print("nan in", module)
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                for handle in self.handles:
+                    handle.remove()
+    """
+    train = """
+        import torch
+        from detector import NanDetector
+
+        def train(model, loader, optimizer, device):
+            for x in loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                optimizer.step()
+            with NanDetector(model):
+                model(x.to(device))
+    """
+    assert lint_files(tmp_path, {"detector.py": detector, "train.py": train}) == []
