@@ -205,7 +205,10 @@ def module_classes(all_facts: Sequence[FileFacts]) -> Set[str]:
 
 
 def holds_object_of(external: ExternalKinds, modules: Collection[str]) -> bool:
-    """``external`` teaches an instance of a class defined in one of ``modules`` (dotted names)."""
+    """``external`` teaches an instance of a class defined in one of ``modules`` (dotted names): an
+    object passed or returned, or an ``nn.Module`` class of theirs constructed (``BiLSTMCRF(...)``)."""
+    if any(kind == tensors.MODULE and name.rpartition(".")[0] in modules for name, kind in external.returns):
+        return True
     kinds: List[Optional[str]] = [kind for _, kind in external.returns]
     for _, (positional, keywords) in external.calls_in:
         kinds.extend(positional)

@@ -3,10 +3,15 @@
 - a host tensor compared with a value of unknown kind stays on the host, so moving it is a host-built copy (SFL403);
 - a method registered as a forward hook before its definition (``self._record`` in ``__init__``) runs per step;
 - reads in a branch whose test has just read a device value and whose body only reports are not a second wait;
-- kinds learned across files settle to a fixed point, not after a fixed small number of rounds."""
+- kinds learned across files settle to a fixed point, not after a fixed small number of rounds;
+- a file linted alone learns from a launcher in its project that constructs its ``nn.Module``."""
 from __future__ import annotations
 
+import textwrap
+
 from project_lint import lint_files
+from syncfree_lint import engine
+from syncfree_lint.config import Config
 
 _LOOP = """
     import torch
@@ -110,3 +115,44 @@ def test_kinds_settle_through_a_chain_longer_than_three_files(tmp_path) -> None:
         """,
     }
     assert ("c.py", 2, "SFL202") in lint_files(tmp_path, files)
+
+
+def test_a_file_alone_learns_from_a_launcher_that_builds_its_module(tmp_path) -> None:
+    """Linted alone, ``model.py`` is reached through ``self.model.decode(...)`` of a trainer in
+    ``train.py``, which learns that ``Tagger(...)`` builds a module of the linted file."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "model.py").write_text(textwrap.dedent("""
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def decode(self, x):
+                return x
+
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Head()
+
+            def decode(self, x):
+                return [row.argmax().item() for row in x]
+    """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        from model import Tagger
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+
+            def evaluate(self, loader, device):
+                with torch.no_grad():
+                    for x in loader:
+                        self.model.decode(x.to(device))
+
+        def main(loader, device):
+            model = Tagger().to(device)
+            trainer = Trainer(model)
+            trainer.evaluate(loader, device)
+    """))
+    alone = engine.run([str(tmp_path / "model.py")], Config(), jobs=1, project=True)
+    assert [(d.line, d.code) for d in alone.diagnostics] == [(14, "SFL101")]
