@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, SelfRef, method_ref
+from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.nodes import constant_items
 from syncfree_lint.analysis.instances import (
@@ -82,6 +82,7 @@ class BindingsMixin:
     alternative_refs: Callable[[cst.BaseExpression], List["CallRef"]]
     _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
     _remember_instance: Callable[[str, cst.BaseExpression], None]
+    _instance_call_kind: Callable[[str], Optional[str]]
     _loop_callables: Callable[[cst.BaseExpression, cst.BaseExpression], None]
     _remember_attribute_class: Callable[[str, cst.BaseExpression], None]
     passed_callables: "PassedCallables"
@@ -282,7 +283,7 @@ class BindingsMixin:
             if held is not None:  # `build = make_pinned if pin else make`; `step = torch.compile(train_step)`
                 found = {self._ref_return_kind(ref) for ref in [held] + self.alternative_refs(func)}
                 return found.pop() if len(found) == 1 else None
-            result = self.lookup(name + CALL_RESULT)
+            result = self.lookup(name + CALL_RESULT) or self._instance_call_kind(name)
             if result is not None:
                 return result
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
@@ -301,20 +302,14 @@ class BindingsMixin:
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else None
         ref = method_ref(cls, func.attr.value) if cls is not None and isinstance(func, cst.Attribute) \
             else self.method_by_name(func)
-        if isinstance(ref, SelfRef):
-            return self.returns.get(f"{ref.class_qualname}.{ref.method}")
-        if not isinstance(ref, DottedRef):
-            return None
-        kind = self.imported_returns.get(ref.qualname)
-        if kind is None:
-            self.unknown_imports.add(ref.qualname)
-        return kind
+        return self._ref_return_kind(ref, method=True) if ref is not None else None
 
-    def _ref_return_kind(self, ref: "CallRef") -> Optional[str]:
-        """What a call of a function held as a value returns: a local function's return kind, or
-        an imported one's when another file of the run says (asking records the name)."""
+    def _ref_return_kind(self, ref: "CallRef", method: bool = False) -> Optional[str]:
+        """What a call of a function held as a value (``method``: of a method of an instance of a
+        known class) returns: a local function's return kind, or an imported one's when another file
+        of the run says (asking records the name)."""
         if isinstance(ref, DottedRef):
-            if ref.bound or ref.qualname.split(".", 1)[0] in LIBRARY_HEADS:
+            if (ref.bound and not method) or ref.qualname.split(".", 1)[0] in LIBRARY_HEADS:
                 return None
             kind = self.imported_returns.get(ref.qualname)
             if kind is None:

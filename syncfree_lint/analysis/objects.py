@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 
 import libcst as cst
 
-from syncfree_lint.analysis.calls import NEXT_OF
+from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.calls import NEXT_OF, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -56,6 +57,8 @@ class ObjectsMixin:
     wraps_callable: Callable[[cst.Call], bool]
     _iterated_function: Callable[[cst.BaseExpression], Optional["CallRef"]]
     _passed_values: Callable[[cst.BaseExpression], List["CallRef"]]
+    _ref_return_kind: Callable[["CallRef", bool], Optional[str]]
+    lookup: Callable[[str], Optional[str]]
 
     def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
         """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
@@ -90,6 +93,15 @@ class ObjectsMixin:
         others = (other,) if other is not None and other != function else self._callable_elements(value)
         if others or self.alternatives.lookup(scope, name) is not None:
             self.alternatives.bind(scope, name, others or None)
+
+    def _instance_call_kind(self, name: str) -> Optional[str]:
+        """``out = miner(emb, labels)`` with ``miner = BatchHardTriplet(m)``: what its ``__call__``
+        returns (a model's call is a tensor already: ``analysis.tensors``)."""
+        cls = self.instances.lookup(".".join(self._prefix), name)
+        if cls is None or self.lookup(name) == tensors.MODULE or (cls.local and cls.name in self.classes
+                                                                  and self.classes[cls.name].is_module):
+            return None
+        return self._ref_return_kind(method_ref(cls, "__call__"), True)
 
     def _callable_elements(self, value: cst.BaseExpression) -> Tuple["CallRef", ...]:
         """``[record, Progress(10)]``, ``{"on_step_end": [record, tracker]}``: the functions and

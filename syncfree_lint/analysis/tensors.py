@@ -18,32 +18,12 @@ from syncfree_lint.analysis.scope import mentions_loader, moves_each_item
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.knowledge.frequency import is_environment_name, is_module_name
 from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysis read them as tensors.X
-    ACCELERATOR as ACCELERATOR,
-    BATCH as BATCH,
-    DEVICE_TENSORS as DEVICE_TENSORS,
-    HOST_BATCH as HOST_BATCH,
-    HOST_KEYS as HOST_KEYS,
-    HOST_LOADER as HOST_LOADER,
-    HOST_TENSOR as HOST_TENSOR,
-    LOADER as LOADER,
-    LOADERS as LOADERS,
-    Lookup as Lookup,
-    MASK as MASK,
-    METRIC as METRIC,
-    MODULE as MODULE,
-    MODULE_CLASS as MODULE_CLASS,
-    NOT_DEVICE as NOT_DEVICE,
-    NUMBER as NUMBER,
-    NUMPY as NUMPY,
-    OTHER as OTHER,
-    TENSOR as TENSOR,
-    TENSORS as TENSORS,
-    _HOST_TENSORS as _HOST_TENSORS,
-    combine as combine,
-    in_place as in_place,
-    merge as merge,
-    tuple_elements as tuple_elements,
-    tuple_kind as tuple_kind,
+    ACCELERATOR as ACCELERATOR, BATCH as BATCH, DEVICE_TENSORS as DEVICE_TENSORS, HOST_BATCH as HOST_BATCH,
+    HOST_KEYS as HOST_KEYS, HOST_LOADER as HOST_LOADER, HOST_TENSOR as HOST_TENSOR, LOADER as LOADER,
+    LOADERS as LOADERS, Lookup as Lookup, MASK as MASK, METRIC as METRIC, MODULE as MODULE,
+    MODULE_CLASS as MODULE_CLASS, NOT_DEVICE as NOT_DEVICE, NUMBER as NUMBER, NUMPY as NUMPY, OTHER as OTHER,
+    TENSOR as TENSOR, TENSORS as TENSORS, _HOST_TENSORS as _HOST_TENSORS, combine as combine, in_place as in_place,
+    merge as merge, tuple_elements as tuple_elements, tuple_kind as tuple_kind,
 )
 
 
@@ -315,6 +295,9 @@ class TensorInference:
             return MODULE
         if not qual.startswith("torch."):
             return None
+        if qual in api.TORCH_TENSOR_SEQUENCES:
+            first = positional(node, 0)
+            return TENSORS if first is not None and self.kind(first) in DEVICE_TENSORS else None
         if qual in api.TORCH_NUMBER:
             return NUMBER
         if qual in api.TORCH_NON_TENSOR or qual.startswith(api.TORCH_NON_TENSOR_PREFIXES):

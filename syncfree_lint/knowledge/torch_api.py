@@ -14,6 +14,9 @@ TORCH_NON_TENSOR_PREFIXES = (
     "torch._dynamo.", "torch.library.", "torch.overrides.", "torch.fx.", "torch.export.",
     "torch.serialization.", "torch.random.", "torch.backends.",
 )
+#: torch functions that return a tuple of tensors where their first argument lives
+#: (``torch.autograd.grad(loss, params)``: one gradient per parameter)
+TORCH_TENSOR_SEQUENCES = frozenset({"torch.autograd.grad", "torch.split", "torch.chunk", "torch.unbind"})
 TORCH_NON_TENSOR = frozenset({
     "torch.device", "torch.dtype", "torch.Size", "torch.is_tensor", "torch.is_storage",
     "torch.is_floating_point", "torch.is_complex", "torch.numel", "torch.get_default_dtype",

@@ -156,3 +156,40 @@ def test_a_file_alone_learns_from_a_launcher_that_builds_its_module(tmp_path) ->
     """))
     alone = engine.run([str(tmp_path / "model.py")], Config(), jobs=1, project=True)
     assert [(d.line, d.code) for d in alone.diagnostics] == [(14, "SFL101")]
+
+
+def test_gradients_from_autograd_grad_are_device_tensors(tmp_path) -> None:
+    found = _loop(tmp_path, "g = torch.autograd.grad(logits.sum(), x, retain_graph=True)[0]\n"
+                            "            if g.norm() > 1: print('large')")
+    assert ("train.py", 9, "SFL106") in found
+    (tmp_path / "host").mkdir()
+    host = _LOOP.replace("{body}", "g = torch.autograd.grad(cfg.loss, cfg.x)[0]\n            if g.norm() > 1: print('large')")
+    assert lint_files(tmp_path / "host", {"train.py": host}) == []  # the gradient of an unknown value: unknown
+
+
+def test_an_instance_called_returns_what_its_call_method_returns(tmp_path) -> None:
+    miner = """
+        import torch
+
+        class HardMiner:
+            def __init__(self, margin):
+                self.margin = margin
+
+            def __call__(self, emb, labels):
+                dist = torch.cdist(emb, emb)
+                return {"valid": dist > self.margin, "dist": dist}
+    """
+    train = """
+        import torch
+        from miner import HardMiner
+
+        def train(model, loader, optimizer, device):
+            for x, y in loader:
+                miner = HardMiner(0.2)
+                out = miner(model(x.to(device)), y.to(device))
+                if out["dist"].sum() == 0:
+                    continue
+                out["dist"].mean().backward()
+                optimizer.step()
+    """
+    assert ("train.py", 9, "SFL106") in lint_files(tmp_path, {"miner.py": miner, "train.py": train})
