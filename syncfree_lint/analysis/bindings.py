@@ -83,6 +83,8 @@ class BindingsMixin:
     _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
     _remember_instance: Callable[[str, cst.BaseExpression], None]
     _instance_call_kind: Callable[[str], Optional[str]]
+    _yielded: Callable[[cst.BaseExpression], Optional[str]]
+    _lambda_result: Callable[[cst.Lambda], Optional[str]]
     _loop_callables: Callable[[cst.BaseExpression, cst.BaseExpression], None]
     _remember_attribute_class: Callable[[str, cst.BaseExpression], None]
     passed_callables: "PassedCallables"
@@ -213,32 +215,19 @@ class BindingsMixin:
                 and isinstance(value.orelse, cst.Name) and value.orelse.value == "None" and self._tests_off_option(value.test):
             self._envs[-1][targets[0].value + OFF_BY_DEFAULT] = tensors.OTHER  # `x = X() if args.opt else None`
 
-    def _yield(self, node: cst.Yield) -> None:
-        """``yield x.to(dev), y.to(dev)`` in a generator: what ``next()`` of it, or a loop over it, gives."""
-        self._rules(node)
-        self._children(node)
-        value = node.value
-        if self.function is not None and isinstance(value, cst.BaseExpression):
-            kind = tensors.tuple_kind([None if isinstance(el, cst.StarredElement) else self.kind(el.value)
-                                       for el in value.elements]) if isinstance(value, cst.Tuple) else self.kind(value)
-            self.yields.setdefault(self.function.qualname, set()).add(kind)
-
-    def _yielded(self, iterable: cst.BaseExpression) -> Optional[str]:
-        """What a local generator gives: ``gen(...)``, or a name bound to one (``it = gen(...)``)."""
-        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
-            local = self.resolve_local(NameRef(iterable.func.value, ".".join(self._prefix)))
-            qualname = local[0] if local else None
-        else:
-            qualname = self._generators.get(iterable.value) if isinstance(iterable, cst.Name) else None
-        kinds = self.yields.get(qualname or "", set())
-        return next(iter(kinds)) if len(kinds) == 1 else None
-
-    def _lambda_result(self, node: cst.Lambda) -> Optional[str]:
-        """The kind of the lambda's body with its parameters unknown."""
-        params = node.params
-        self._envs.append({p.name.value: None for p in (*params.posonly_params, *params.params, *params.kwonly_params)})
+    def element_kind(self, comp: cst.BaseExpression) -> Optional[str]:
+        """The kind of a comprehension's element with its loop names bound from what they iterate:
+        a rule at ``max(g.abs().max() for g in grads)`` asks before the walk has bound ``g``."""
+        if not isinstance(comp, (cst.GeneratorExp, cst.ListComp, cst.SetComp)):
+            return None
+        self._envs.append({})
+        self._kinds.clear()
         try:
-            return self.kind(node.body)
+            for_in: Optional[cst.CompFor] = comp.for_in
+            while for_in is not None:
+                self._bind_target(for_in.target, tensors.TENSOR if self.kind(for_in.iter) in tensors.DEVICE_TENSORS else None)
+                for_in = for_in.inner_for_in
+            return self.kind(comp.elt)
         finally:
             self._envs.pop()
             self._kinds.clear()

@@ -69,6 +69,11 @@ class SemanticModel(Protocol):
         """Not known to be anything but a device tensor (numpy, number, host tensor, module)."""
         ...
 
+    def element_kind(self, comp: cst.BaseExpression) -> Optional[str]:
+        """The kind of a comprehension's element (``g.abs().max()`` of ``... for g in grads``), its
+        loop names bound from what they iterate; None for anything but a comprehension."""
+        ...
+
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
         """The dotted name of a Name/Attribute chain through the imports (``th.save`` ->
         ``torch.save``); unimported heads as written; None for other expressions."""

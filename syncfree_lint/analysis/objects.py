@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import NEXT_OF, method_ref
+from syncfree_lint.analysis.calls import NEXT_OF, NameRef, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -59,6 +59,13 @@ class ObjectsMixin:
     _passed_values: Callable[[cst.BaseExpression], List["CallRef"]]
     _ref_return_kind: Callable[["CallRef", bool], Optional[str]]
     lookup: Callable[[str], Optional[str]]
+    resolve_local: Callable[["CallRef"], List[str]]
+    yields: Dict[str, Set[Optional[str]]]
+    _generators: Dict[str, str]
+    _envs: List[Dict[str, Optional[str]]]
+    _kinds: Dict[int, Optional[str]]
+    _rules: Callable[[cst.CSTNode], None]
+    _children: Callable[[cst.CSTNode], None]
 
     def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
         """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
@@ -186,3 +193,33 @@ class ObjectsMixin:
         if key not in self.imported_returns:
             self.unknown_imports.add(key)
         return self.imported_returns.get(key)
+
+    def _yield(self, node: cst.Yield) -> None:
+        """``yield x.to(dev), y.to(dev)`` in a generator: what ``next()`` of it, or a loop over it, gives."""
+        self._rules(node)
+        self._children(node)
+        value = node.value
+        if self.function is not None and isinstance(value, cst.BaseExpression):
+            kind = tensors.tuple_kind([None if isinstance(el, cst.StarredElement) else self.kind(el.value)
+                                       for el in value.elements]) if isinstance(value, cst.Tuple) else self.kind(value)
+            self.yields.setdefault(self.function.qualname, set()).add(kind)
+
+    def _yielded(self, iterable: cst.BaseExpression) -> Optional[str]:
+        """What a local generator gives: ``gen(...)``, or a name bound to one (``it = gen(...)``)."""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            local = self.resolve_local(NameRef(iterable.func.value, ".".join(self._prefix)))
+            qualname = local[0] if local else None
+        else:
+            qualname = self._generators.get(iterable.value) if isinstance(iterable, cst.Name) else None
+        kinds = self.yields.get(qualname or "", set())
+        return next(iter(kinds)) if len(kinds) == 1 else None
+
+    def _lambda_result(self, node: cst.Lambda) -> Optional[str]:
+        """The kind of the lambda's body with its parameters unknown."""
+        params = node.params
+        self._envs.append({p.name.value: None for p in (*params.posonly_params, *params.params, *params.kwonly_params)})
+        try:
+            return self.kind(node.body)
+        finally:
+            self._envs.pop()
+            self._kinds.clear()

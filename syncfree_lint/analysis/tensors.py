@@ -295,9 +295,9 @@ class TensorInference:
             return MODULE
         if not qual.startswith("torch."):
             return None
-        if qual in api.TORCH_TENSOR_SEQUENCES:
+        if qual in api.TORCH_TENSOR_RESULTS:
             first = positional(node, 0)
-            return TENSORS if first is not None and self.kind(first) in DEVICE_TENSORS else None
+            return TENSOR if first is not None and self.kind(first) in DEVICE_TENSORS else None
         if qual in api.TORCH_NUMBER:
             return NUMBER
         if qual in api.TORCH_NON_TENSOR or qual.startswith(api.TORCH_NON_TENSOR_PREFIXES):
@@ -314,7 +314,7 @@ class TensorInference:
         if qual.startswith("torch.nn.init."):
             return TENSOR
         if qual.startswith("torch.nn."):
-            return MODULE if last[:1].isupper() else None
+            return TENSOR if qual in api.TORCH_NN_TENSOR_CLASSES else MODULE if last[:1].isupper() else None
         if last in api.TORCH_FACTORIES:
             dtype = keyword_value(node, "dtype")
             if dtype is not None and (dotted(dtype) or "").endswith(".bool"):

@@ -27,6 +27,11 @@ SYNCING_METHODS: Dict[str, Dict[str, str]] = {
     for cls in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
                 "torch.amp.grad_scaler.GradScaler")
 }
+SYNCING_METHODS.update({
+    cls: {"step": "runs the closure and reads the loss and the gradients back (`float()` inside) on every inner "
+                  "iteration"}
+    for cls in ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
+})
 
 #: method names that, whatever the receiver's class is known to be, belong to a loss scaler whose
 #: value lives on the device (GradScaler and the scalers that wrap it); the receiver must not be

@@ -14,9 +14,15 @@ TORCH_NON_TENSOR_PREFIXES = (
     "torch._dynamo.", "torch.library.", "torch.overrides.", "torch.fx.", "torch.export.",
     "torch.serialization.", "torch.random.", "torch.backends.",
 )
-#: torch functions that return a tuple of tensors where their first argument lives
-#: (``torch.autograd.grad(loss, params)``: one gradient per parameter)
-TORCH_TENSOR_SEQUENCES = frozenset({"torch.autograd.grad", "torch.split", "torch.chunk", "torch.unbind"})
+#: classes of ``torch.nn`` that are tensors, not modules (they live where their module is moved)
+TORCH_NN_TENSOR_CLASSES = frozenset({
+    "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer",
+    "torch.nn.UninitializedParameter", "torch.nn.parameter.UninitializedParameter",
+})
+#: torch functions that return tensors where their first argument lives, though their module is not
+#: one of tensor functions (``torch.autograd.grad(loss, params)``: a gradient per parameter, a tuple
+#: read like the tuples of ``torch.split``)
+TORCH_TENSOR_RESULTS = frozenset({"torch.autograd.grad"})
 TORCH_NON_TENSOR = frozenset({
     "torch.device", "torch.dtype", "torch.Size", "torch.is_tensor", "torch.is_storage",
     "torch.is_floating_point", "torch.is_complex", "torch.numel", "torch.get_default_dtype",

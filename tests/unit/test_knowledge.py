@@ -519,6 +519,7 @@ def _syncing(source: str):
     ("torch.is_nonzero(model(x).sum())", True), ("torch.testing.assert_close(model(x), y)", True),
     ("torch.equal(torch.ones(2), torch.zeros(2))", False), ("torch.ones(2).allclose(torch.zeros(2))", False),
     ("np.allclose(stats, objs)", False), ("torch.equal(t, t)", False),
+    ("lbfgs.step(lambda: model(x).mean())", True), ("optimizer.step(lambda: model(x).mean())", False),
 ])
 def test_syncing_api_table(call: str, expected: bool) -> None:
     from syncfree_lint.knowledge.syncing_api import (
@@ -534,6 +535,7 @@ def test_syncing_api_table(call: str, expected: bool) -> None:
         def train(model, loader, optimizer, other, out, stats, objs, t):
             scaler = torch.amp.GradScaler("cuda")
             np_scaler = np.float32(2.0)
+            lbfgs = torch.optim.LBFGS(model.parameters())
             for x, y in loader:
                 scaler.scale(model(x).mean()).backward()
                 scaler.step(optimizer)

@@ -193,3 +193,40 @@ def test_an_instance_called_returns_what_its_call_method_returns(tmp_path) -> No
                 optimizer.step()
     """
     assert ("train.py", 9, "SFL106") in lint_files(tmp_path, {"miner.py": miner, "train.py": train})
+
+
+def test_a_parameter_is_a_tensor_not_a_module(tmp_path) -> None:
+    model = """
+        import torch
+        import torch.nn as nn
+
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.temp = nn.Parameter(torch.tensor(0.07), requires_grad=False)
+                self.body = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.body(x) / self.temp.item()
+    """
+    train = """
+        import torch
+        from model import Scaled
+
+        def train(loader, device):
+            model = Scaled().to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                model(x.to(device)).sum().backward()
+                opt.step()
+    """
+    assert ("model.py", 12, "SFL101") in lint_files(tmp_path, {"model.py": model, "train.py": train})
+
+
+def test_max_over_a_generator_binds_its_loop_name_first(tmp_path) -> None:
+    body = "grads = torch.autograd.grad(logits.sum(), x, retain_graph=True)\n" \
+           "            peak = max(g.abs().max() for g in grads if g is not None)"
+    assert ("train.py", 9, "SFL106") in _loop(tmp_path, body)
+    (tmp_path / "host").mkdir()  # over host numbers: nothing to report
+    host = _LOOP.replace("{body}", "peak = max(abs(v) for v in cfg.values)")
+    assert lint_files(tmp_path / "host", {"train.py": host}) == []

@@ -17,7 +17,7 @@ class SyncingCall(Rule[cst.Call]):
     messages = {
         "default": "`{call}` in a step waits for the GPU: it {why}; call it at log intervals or once per epoch",
     }
-    evidence = ("barrier", "_object", "get_scale", "GradScaler", "equal", "allclose", "is_nonzero", "assert_close")
+    evidence = ("barrier", "_object", "get_scale", "GradScaler", "equal", "allclose", "is_nonzero", "assert_close", "LBFGS")
     node_types = (cst.Call,)
     invalid = (
         """
@@ -66,7 +66,7 @@ Flags library calls that wait for the device inside, though nothing at the call 
 `torch.distributed.barrier()`, the object collectives (`all_gather_object`,
 `broadcast_object_list`, ...), and a `GradScaler`'s `get_scale()` and `state_dict()` (the
 receiver built as `GradScaler()`, or any receiver not known to be something else for
-`get_scale`, a method only loss scalers have); and the comparisons that answer with a Python
+`get_scale`, a method only loss scalers have); `torch.optim.LBFGS.step(closure)`; and the comparisons that answer with a Python
 bool (`torch.equal`, `torch.allclose`, `torch.is_nonzero`, `torch.testing.assert_close` and the
 `.equal()` / `.allclose()` / `.is_nonzero()` methods) when a device tensor is compared. The calls are listed in
 `knowledge/syncing_api.py`.
@@ -77,6 +77,8 @@ queued on the device. The object collectives pickle their objects through host m
 back any tensor they hold. `torch.equal(a, b)` compares on the device, then copies the one-bool
 answer to the host. `GradScaler.get_scale()` returns a Python float: it calls `.item()` on
 the scale tensor; `state_dict()` does the same for the scale and the growth tracker.
+`LBFGS.step` runs the closure up to `max_iter` times and converts the loss and the gradient
+norms to Python numbers to decide when to stop.
 
 ## Example
 ```python

@@ -166,8 +166,7 @@ No automatic fix: the branch structure has to change.
             return  # unpacked values
         if len(values) == 1:  # one iterable: its items are compared (`min(losses)` of device tensors)
             items = values[0]
-            if ctx.kind(items) == tensors.TENSORS or (
-                    isinstance(items, (cst.GeneratorExp, cst.ListComp)) and ctx.is_tensor(items.elt)):
+            if ctx.kind(items) == tensors.TENSORS or ctx.element_kind(items) in tensors.DEVICE_TENSORS:
                 ctx.report(self, node, "min_max_items", function=func.value)
             return
         if any(ctx.is_tensor(value) for value in values):
