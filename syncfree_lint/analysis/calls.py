@@ -392,6 +392,8 @@ class CallsMixin:
             return [ref for element in expr.elements if not isinstance(element, cst.StarredElement)
                     for ref in self._passed_values(element.value)]
         ref = self.function_value(expr) or self._called_instance(expr)
+        if ref is None and isinstance(expr, cst.Name):  # `callbacks = [Printer(10), meter]`, handed over by name
+            return list(self.alternatives.lookup(".".join(self._prefix), expr.value) or ())
         return [ref] if ref is not None else []
 
     def context_methods(self, expr: cst.BaseExpression) -> List[CallRef]:

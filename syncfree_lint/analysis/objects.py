@@ -115,6 +115,8 @@ class ObjectsMixin:
         called objects a list, tuple or dict display holds (a dict's values, or their elements)."""
         if isinstance(value, (cst.List, cst.Tuple)):
             return tuple(self._passed_values(value))
+        if isinstance(value, cst.IfExp):  # `[Printer(10), meter] if rank == 0 else []`
+            return self._callable_elements(value.body) + self._callable_elements(value.orelse)
         if isinstance(value, cst.Dict):
             return tuple(ref for element in value.elements if isinstance(element, cst.DictElement)
                          for ref in self._passed_values(element.value))

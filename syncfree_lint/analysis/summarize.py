@@ -171,8 +171,15 @@ def _passing(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[[st
             facts.parameter_calls.append(ParameterCall(function_id(qual), name, position, method,
                                                        STEP if owner == STEP else function_id(owner),
                                                        placement.guarded, hops))
-    for callee, _, slot, function in passed.passed:
-        if not isinstance(callee, DottedRef) or walk.resolve_local(callee) or not isinstance(slot, (int, str)):
+    for callee, bound, slot, function in passed.passed:
+        if not isinstance(slot, (int, str)):
+            continue
+        if not isinstance(callee, DottedRef) or walk.resolve_local(callee):
+            # this file's function handed another file's function (`train_epoch(..., [Meter()])`): its
+            # edges are this file's call sites; the pass lets the run teach it the arguments' kinds
+            if isinstance(function, DottedRef) and not walk.resolve_local(function) and walk.module_name:
+                facts.passes.extend(Pass(f"{walk.module_name}.{qual}", bound, slot, function.qualname, True, walk.root,
+                                         function.bound) for qual in walk.resolve_local(callee))
             continue
         local = walk.resolve_local(function)
         method = isinstance(function, SelfRef) or (isinstance(function, DottedRef) and function.bound)

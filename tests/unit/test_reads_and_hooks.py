@@ -230,3 +230,34 @@ def test_max_over_a_generator_binds_its_loop_name_first(tmp_path) -> None:
     (tmp_path / "host").mkdir()  # over host numbers: nothing to report
     host = _LOOP.replace("{body}", "peak = max(abs(v) for v in cfg.values)")
     assert lint_files(tmp_path / "host", {"train.py": host}) == []
+
+
+def test_callables_in_a_list_handed_by_name_learn_what_they_are_called_with(tmp_path) -> None:
+    meters = """
+        import torch
+
+        class Throughput:
+            def __init__(self):
+                self.samples = 0
+
+            def __call__(self, step, stats):
+                self.samples += int(stats["count"])
+    """
+    train = """
+        import torch
+        from meters import Throughput
+
+        def train_epoch(model, loader, optimizer, device, callbacks):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                optimizer.step()
+                stats = {"loss": loss.detach(), "count": torch.ones((), device=device) * x.shape[0]}
+                for cb in callbacks:
+                    cb(step, stats)
+
+        def main(model, loader, optimizer, device, rank):
+            callbacks = [Throughput()] if rank == 0 else []
+            train_epoch(model, loader, optimizer, device, callbacks)
+    """
+    assert ("meters.py", 9, "SFL105") in lint_files(tmp_path, {"meters.py": meters, "train.py": train})

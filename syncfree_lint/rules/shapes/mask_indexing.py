@@ -15,8 +15,8 @@ class MaskIndexing(Rule):
     messages = {
         "default": "boolean-mask indexing has a data-dependent shape: the host waits for the GPU; use "
                    "`torch.where(mask, x, 0)` or `masked_fill`",
-        "write": "boolean-mask write has a data-dependent shape (a tensor value, or a mask beside another index): the "
-                 "host waits for the GPU; use `torch.where(mask, value, t)` or `masked_fill`",
+        "write": "boolean-mask write of a tensor value has a data-dependent shape: the host waits for the GPU; use "
+                 "`torch.where(mask, value, t)`",
         "masked_select": "`masked_select` has a data-dependent output shape: the host waits for the GPU; use "
                          "`torch.where(mask, x, 0)`",
     }
@@ -36,13 +36,6 @@ class MaskIndexing(Rule):
                 out = model(x)
                 out[y == 0] = out.mean()
                 out.sum().backward()
-        """,
-        """
-        def train(model, loader, seen):
-            for x, y in loader:
-                logits = model(x)
-                logits[:, logits.sum(0) > 0] = float("-inf")
-                logits.sum().backward()
         """,
     )
     valid = (
@@ -64,9 +57,8 @@ class MaskIndexing(Rule):
     doc = """
 ## What it does
 Flags `t[mask]` (and `t[mask, 1:]`) with a boolean tensor mask inside a step (reads, in-place
-updates, writes of a tensor value, and writes where the mask sits beside another index such as
-`t[:, mask] = 0.0`), and `torch.masked_select` / `t.masked_select`. Not flagged:
-`t[mask] = <python scalar>` with the mask as the only index, which is a `masked_fill` and needs no sync.
+updates, and writes of a tensor value), and `torch.masked_select` / `t.masked_select`. Not flagged:
+`t[mask] = <python scalar>` (also `t[:, mask] = ...`), which PyTorch runs as a `masked_fill` with no sync.
 
 ## Why it syncs
 The result has as many elements as the mask has `True` values. The host must read that count
@@ -100,9 +92,9 @@ No automatic fix.
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, cst.Subscript) and _is_mask_index(target, ctx) and ctx.maybe_tensor(target.value):
-                    # `x[mask] = 0.0` is a `masked_fill_` on the device; `x[:, mask] = 0.0` (the mask beside
-                    # another index) goes through `index_put_`, which turns the mask into indices on the host
-                    if isinstance(node, cst.AugAssign) or len(target.slice) > 1 or not _python_scalar(node.value, ctx):
+                    # `x[mask] = 0.0`, `x[:, mask] = 0.0`: `index_put_` takes a mask with a Python scalar to
+                    # `masked_fill_` on the device (beside slices and ints, not beside another tensor index)
+                    if isinstance(node, cst.AugAssign) or not _python_scalar(node.value, ctx):
                         ctx.report(self, target, "write")
         elif isinstance(node, cst.Call):
             if torch_call(node, ctx, "masked_select") or (method_call(node) == "masked_select" and device_receiver(node, ctx)):
