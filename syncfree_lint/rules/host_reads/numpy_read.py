@@ -34,6 +34,11 @@ class NumpyRead(Rule[cst.Call]):
                 out = torch.softmax(model(x.cuda()), -1)
                 scores.append(np.asarray(out))
         """,
+        """
+        def evaluate(model, loader):
+            for x, y in loader:
+                scores.append(model(x.cuda()).softmax(-1).numpy(force=True))
+        """,
     )
     valid = (
         """
@@ -53,7 +58,7 @@ class NumpyRead(Rule[cst.Call]):
     )
     doc = """
 ## What it does
-Flags `t.numpy()`, and `np.asarray(t)` / `np.array(t)` of a tensor, inside a step. After a
+Flags `t.numpy()` (and `t.numpy(force=True)`, which copies to the host first), and `np.asarray(t)` / `np.array(t)` of a tensor, inside a step. After a
 `.cpu()` on the same chain (`t.cpu().numpy()`), only the `.cpu()` is flagged: the copy has
 already happened there.
 
@@ -80,7 +85,9 @@ No automatic fix: the consumer of the array decides where the conversion belongs
 
     def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         name = method_call(node)
-        if name == "numpy" and not node.args and host_read_receiver(node, ctx):
+        # `.numpy(force=True)` copies a device tensor to the host first
+        if name == "numpy" and all(arg.keyword is not None and arg.keyword.value == "force" for arg in node.args) \
+                and host_read_receiver(node, ctx):
             ctx.report(self, node)
             return
         if isinstance(node.func, (cst.Attribute, cst.Name)):
