@@ -133,14 +133,14 @@ ACCELERATOR_DEVICE_STRINGS = frozenset({"cuda", "mps", "xla", "xpu", "npu", "hpu
 #: device tensor there is read on the host (``torch.arange(0, lengths.max(), device=d)``), SFL112
 TORCH_NUMBER_ARGUMENT_FACTORIES = frozenset({
     "torch.arange", "torch.linspace", "torch.logspace", "torch.zeros", "torch.ones", "torch.empty",
-    "torch.rand", "torch.randn", "torch.eye",
+    "torch.rand", "torch.randn", "torch.eye", "torch.full",
 })
 #: tensor methods whose arguments after the tensor are ints (a count, a length, sizes): a 0-d device
 #: tensor there is read back to convert it (``scores.topk(k)`` with ``k = mask.sum()``); the
 #: ``torch.<name>(t, ...)`` forms too, their first argument being the tensor
 TENSOR_INT_ARGUMENT_METHODS = frozenset({
     "topk", "kthvalue", "narrow", "view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty",
-    "chunk", "unflatten", "tile",
+    "new_full", "chunk", "unflatten", "tile",
 })
 
 #: what ``isinstance(x, T)`` says ``x`` is inside its branch (``analysis.narrowing``): numpy arrays

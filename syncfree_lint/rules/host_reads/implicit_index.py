@@ -75,6 +75,15 @@ class ImplicitIndex(Rule[cst.CSTNode]):
                 optimizer.step()
         """,
         """
+        def train(model, loader, optimizer):
+            for x, index in loader:
+                out = model(x)
+                n = index.max() + 1
+                pooled = out.new_zeros((n, out.size(1))).index_add_(0, index, out)
+                pooled.mean().backward()
+                optimizer.step()
+        """,
+        """
         def train(model, loader, optimizer, class_names):
             worst = []
             for x, y in loader:
@@ -138,8 +147,10 @@ Flags a tensor used where Python needs an `int`, inside a step: a slice bound
 (`x[:, :lengths.max()]`, `seq[: batch["len"][i]]`), an argument of `range()`, a bound or size
 of a torch factory (`torch.arange(0, lengths.max(), device=d)`, `torch.zeros(n)` with a tensor `n`), and
 the count or size of a tensor method (`scores.topk(k)` with `k = mask.sum()`, `x.narrow(0, 0, n)`,
-`x.view(n, -1)`, `x.repeat(n, 1)`; `knowledge/torch_api.TENSOR_INT_ARGUMENT_METHODS`). An index that is
-itself a tensor (`x[idx]`, advanced indexing) is not flagged: it stays on the device.
+`x.view(n, -1)`, `x.repeat(n, 1)`, `x.new_zeros((n, d))`: a size tuple holding a tensor too;
+`knowledge/torch_api.TENSOR_INT_ARGUMENT_METHODS`), and an index computed on the device into a Python
+list, tuple, string or NumPy array (`class_names[logits.argmax()]`). An index into a tensor (`x[idx]`,
+advanced indexing) is not flagged: it stays on the device.
 
 ## Why it syncs
 Python converts the bound with `__index__`, which reads the tensor's value on the host: the
@@ -179,7 +190,7 @@ No automatic fix.
             if any(not arg.keyword and ctx.is_tensor(arg.value) for arg in node.args):
                 ctx.report(self, node, "range")
         elif isinstance(node, cst.Call) and (ctx.qualname(node.func) or "") in TORCH_NUMBER_ARGUMENT_FACTORIES:
-            if any(not arg.keyword and not arg.star and ctx.is_tensor(arg.value) for arg in node.args):
+            if any(not arg.keyword and not arg.star and _holds_tensor(arg.value, ctx) for arg in node.args):
                 ctx.report(self, node, "factory", function=(ctx.qualname(node.func) or "").rsplit(".", 1)[-1])
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value in TENSOR_INT_ARGUMENT_METHODS:
@@ -188,5 +199,12 @@ No automatic fix.
             if not function and not ctx.is_tensor(node.func.value):
                 return  # `self.expand(x)`: a submodule named like the method
             arguments = node.args[1:] if function else node.args
-            if any(not arg.star and ctx.is_tensor(arg.value) for arg in arguments):
+            if any(not arg.star and _holds_tensor(arg.value, ctx) for arg in arguments):
                 ctx.report(self, node, "size", function=node.func.attr.value)
+
+
+def _holds_tensor(value: cst.BaseExpression, ctx: SemanticModel) -> bool:
+    """A device tensor, or a size tuple holding one (``x.new_zeros((n, d))`` with a tensor ``n``)."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return any(isinstance(element, cst.Element) and ctx.is_tensor(element.value) for element in value.elements)
+    return ctx.is_tensor(value)
