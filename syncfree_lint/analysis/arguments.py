@@ -28,7 +28,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called
-from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_names
+from syncfree_lint.analysis.passed_callables import PassedCallables
 from syncfree_lint.analysis.instances import (
     MODULE_OBJECT_KIND_PREFIX, OBJECT_KIND_PREFIX, ClassRef, class_of_elements, class_of_kind, constructed_class,
     object_kind, objects_kind,
@@ -83,13 +83,12 @@ class ArgumentsMixin:
         hook = hook_called(ref)
         if hook is not None:  # `cb.on_batch_end(self, out)`: the project's overrides learn the kinds
             ref = DottedRef(HOOK_KEY + hook, bound=True)
-        parameter = self.passed_callables.elements.get((self.function.qualname, ref.name), ref.name) \
-            if isinstance(ref, NameRef) and self.function is not None else None
-        if isinstance(ref, NameRef) and self.function is not None and not self.resolve_local(ref) \
-                and parameter in parameter_names(self.function):
-            # `on_step(loss)` on a parameter (or `cb(loss)` in `for cb in callbacks`): the functions
-            # other files pass there learn the kinds
-            ref = DottedRef(f"{PARAMETER_KEY}{self.path}::{self.function.qualname}|{parameter}")
+        held = self.passed_callables.held(self.function, ref.name if isinstance(ref, NameRef) else f"self.{ref.method}") \
+            if isinstance(ref, (NameRef, SelfRef)) and self.function is not None and not self.resolve_local(ref) else None
+        if held is not None:
+            # `on_step(loss)` on a parameter (or `cb(loss)` in `for cb in callbacks`, `self.on_step(loss)`
+            # of a kept one): the functions other files pass there learn the kinds
+            ref = DottedRef(f"{PARAMETER_KEY}{self.path}::{held[0]}|{held[1]}")
         imported = isinstance(ref, DottedRef)
         if not (imported or isinstance(ref, SelfRef) or (isinstance(ref, NameRef) and "." not in ref.name)):
             return

@@ -150,6 +150,8 @@ class BindingsMixin:
             self._bind_target(target.value, None)
 
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        if len(targets) == 1 and isinstance(targets[0], cst.Attribute) and self.function is not None:
+            self.passed_callables.keep(self.function, dotted(targets[0]) or "", value)  # `self.callbacks = callbacks`
         if len(targets) == 1 and isinstance(targets[0], cst.Name):
             self._remember_instance(targets[0].value, value)
         for target, part in paired_elements(targets, value):  # `meter, rng = Meter(), Rng()`
@@ -347,8 +349,8 @@ class BindingsMixin:
         if yielded is not None:
             self._bind_target(target, yielded)
             return
-        if isinstance(iterable, cst.Name) and isinstance(target, cst.Name) and self.function is not None:
-            self.passed_callables.loop_over(self.function, target.value, iterable.value)
+        if isinstance(iterable, (cst.Name, cst.Attribute)) and isinstance(target, cst.Name) and self.function is not None:
+            self.passed_callables.loop_over(self.function, target.value, dotted(iterable) or "")
         self._loop_callables(target, iterable)
         items = class_of_elements(self.kind(iterable))
         if items is not None and isinstance(target, cst.Name):

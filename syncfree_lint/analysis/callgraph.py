@@ -169,6 +169,10 @@ def passed_to_parameters(all_facts: Sequence[FileFacts], index: FunctionIndex) -
     for facts in all_facts:
         for passed in facts.passes:
             callees = [callee for callee in lookup(index, passed.callee, passed.importer_root) if callee in calls]
+            if not callees and not passed.bound:  # `Trainer(..., callbacks=[...])`: a class's `__init__`, self not passed
+                callees = [callee for callee in lookup(index, passed.callee + ".__init__", passed.importer_root)
+                           if callee in calls]
+                passed = replace(passed, bound=True) if callees else passed
             if not callees:
                 continue
             targets = lookup(index, passed.function, passed.importer_root) if passed.imported else [passed.function]

@@ -357,6 +357,8 @@ class CallsMixin:
                 self.pass_hooks.append((hook, self.statement, called_with, self.placement() if temporary else None))
                 if not isinstance(hook, DottedRef):  # this file's hook learns what torch calls it with
                     self.argument_records.append((hook, called_with, ()))
+        if isinstance(ref, NameRef) and ref.name in self.classes:  # `Trainer(model, callbacks=[...])`: to `__init__`
+            ref = SelfRef(ref.name, "__init__")
         if ref is not None:
             self.passed_callables.function_passed(ref, isinstance(ref, SelfRef), node.args, self._passed_values)
         if self.function is None and not self.loops:

@@ -435,8 +435,8 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                     self._loop_calls.append((self.loops[-1], each))
         if not self.wraps_callable(node):
             self._passed_functions(node, ref)
-        if isinstance(func, cst.Name) and self.function is not None:
-            self.passed_callables.parameter_called(self.function, func.value, self.placement(), self.statement)
+        if isinstance(func, (cst.Name, cst.Attribute)) and self.function is not None:  # `cb(x)`, `self.on_step(x)`
+            self.passed_callables.parameter_called(self.function, dotted(func) or "", self.placement(), self.statement)
         self._children(node)
 
     def _comp_for(self, node: cst.CompFor) -> None:

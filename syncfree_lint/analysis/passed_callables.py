@@ -4,7 +4,9 @@
 The walk records where each function calls one of its own parameters, and which functions each
 call passes into which parameters of this file's functions; ``sites`` joins the two into call
 sites placed where the parameter is called (in a step loop: a step; elsewhere in the callee: as
-often as the callee runs).
+often as the callee runs). A parameter kept on ``self`` (``self.callbacks = list(callbacks)`` in
+``__init__``) is called where a method calls the attribute or an element of it (``for cb in
+self.callbacks: cb(self, loss)``): the call counts as a call of ``__init__``'s parameter.
 """
 from __future__ import annotations
 
@@ -26,19 +28,40 @@ class PassedCallables:
     called: Dict[Tuple[str, str], List[Tuple["Placement", Optional[cst.CSTNode]]]] = field(default_factory=dict)
     #: (callee reference, is it a method called on an instance, argument position or keyword, the function passed)
     passed: List[Tuple["CallRef", bool, object, "CallRef"]] = field(default_factory=list)
-    #: (function qualname, loop variable) -> the parameter it iterates (``for hook in hooks:``)
-    elements: Dict[Tuple[str, str], str] = field(default_factory=dict)
+    #: (function qualname, loop variable) -> the parameter it iterates (``for hook in hooks:``), as
+    #: (the function whose parameter it is, the parameter)
+    elements: Dict[Tuple[str, str], Tuple[str, str]] = field(default_factory=dict)
+    #: (class qualname, ``self.attr``) -> (the method that keeps a parameter there, the parameter)
+    kept: Dict[Tuple[str, str], Tuple[str, str]] = field(default_factory=dict)
+
+    def keep(self, frame: "FunctionFrame", attribute: str, value: cst.BaseExpression) -> None:
+        """``self.callbacks = callbacks`` (or ``list(callbacks)``, ``tuple(...)``) in a method."""
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("list", "tuple") \
+                and len(value.args) == 1:
+            value = value.args[0].value
+        if frame.class_frame is not None and isinstance(value, cst.Name) and value.value in parameter_names(frame):
+            self.kept[(frame.class_frame.qualname, attribute)] = (frame.qualname, value.value)
+
+    def held(self, frame: "FunctionFrame", name: str) -> Optional[Tuple[str, str]]:
+        """(function, parameter) that ``name`` stands for in ``frame``: a parameter, a loop variable
+        over one, or an attribute a method keeps one in."""
+        if name in parameter_names(frame):
+            return frame.qualname, name
+        if name.startswith("self.") and frame.class_frame is not None:
+            return self.kept.get((frame.class_frame.qualname, name))
+        return self.elements.get((frame.qualname, name))
 
     def loop_over(self, frame: "FunctionFrame", target: str, iterable: str) -> None:
         """``for target in iterable:`` in ``frame``: calling ``target`` calls an element of the parameter."""
-        if iterable in parameter_names(frame):
-            self.elements[(frame.qualname, target)] = iterable
+        parameter = self.held(frame, iterable)
+        if parameter is not None:
+            self.elements[(frame.qualname, target)] = parameter
 
     def parameter_called(self, frame: "FunctionFrame", name: str, placement: "Placement",
                          statement: Optional[cst.CSTNode]) -> None:
-        name = self.elements.get((frame.qualname, name), name)
-        if name in parameter_names(frame):
-            self.called.setdefault((frame.qualname, name), []).append((placement, statement))
+        parameter = self.held(frame, name)
+        if parameter is not None:
+            self.called.setdefault(parameter, []).append((placement, statement))
 
     def function_passed(self, callee: "CallRef", bound: bool, args: Sequence[cst.Arg],
                         values_of: Callable[[cst.BaseExpression], List["CallRef"]]) -> None:

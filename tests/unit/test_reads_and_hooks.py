@@ -261,3 +261,58 @@ def test_callables_in_a_list_handed_by_name_learn_what_they_are_called_with(tmp_
             train_epoch(model, loader, optimizer, device, callbacks)
     """
     assert ("meters.py", 9, "SFL105") in lint_files(tmp_path, {"meters.py": meters, "train.py": train})
+
+
+_TRAINER = """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, optimizer, callbacks=(), on_step=None):
+            self.model, self.optimizer = model, optimizer
+            self.callbacks = list(callbacks)
+            self.on_step = on_step
+
+        def fit(self, loader, device):
+            for x in loader:
+                loss = self.model(x.to(device)).sum()
+                loss.backward()
+                self.optimizer.step()
+                for cb in self.callbacks:
+                    cb(self, loss)
+                if self.on_step is not None:
+                    self.on_step(loss)
+"""
+_CALLBACKS = """
+    class LossLogger:
+        def __init__(self):
+            self.history = []
+
+        def __call__(self, trainer, loss):
+            self.history.append(loss.item())
+
+    def print_loss(loss):
+        print(f"loss {loss:.3f}")
+"""
+
+
+def test_callables_a_trainer_keeps_run_where_it_calls_them(tmp_path) -> None:
+    main = """
+        from callbacks import LossLogger, print_loss
+        from trainer import Trainer
+
+        def main(model, optimizer, loader, device):
+            Trainer(model, optimizer, callbacks=[LossLogger()], on_step=print_loss).fit(loader, device)
+    """
+    found = lint_files(tmp_path, {"trainer.py": _TRAINER, "callbacks.py": _CALLBACKS, "main.py": main})
+    assert ("callbacks.py", 7, "SFL101") in found and ("callbacks.py", 10, "SFL107") in found
+
+
+def test_callables_kept_by_a_local_trainer_class(tmp_path) -> None:
+    local = _TRAINER + """
+    from callbacks import LossLogger
+
+    def main(model, optimizer, loader, device):
+        trainer = Trainer(model, optimizer, [LossLogger()])
+        trainer.fit(loader, device)
+"""
+    assert ("callbacks.py", 7, "SFL101") in lint_files(tmp_path, {"trainer.py": local, "callbacks.py": _CALLBACKS})
