@@ -316,3 +316,13 @@ def test_callables_kept_by_a_local_trainer_class(tmp_path) -> None:
         trainer.fit(loader, device)
 """
     assert ("callbacks.py", 7, "SFL101") in lint_files(tmp_path, {"trainer.py": local, "callbacks.py": _CALLBACKS})
+
+
+def test_a_constant_written_through_a_mask_is_a_masked_fill(tmp_path) -> None:
+    found = _loop(tmp_path, "matches = logits.argmax(1)\n"
+                            "            matches[logits.max(1).values < 0.3] = Matcher.BELOW_THRESHOLD")
+    assert [f for f in found if f[2] == "SFL202"] == []
+    (tmp_path / "tensor").mkdir()
+    tensor = _LOOP.replace("{body}", "matches = logits.argmax(1)\n"
+                                     "            matches[logits.max(1).values < 0.3] = matches.flip(0)")
+    assert ("train.py", 9, "SFL202") in lint_files(tmp_path / "tensor", {"train.py": tensor})
