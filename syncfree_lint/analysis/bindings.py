@@ -43,6 +43,9 @@ EVERY_STEP = " =1"
 OFF_BY_DEFAULT = " off"
 #: suffix of a key recording what calling a name bound to a lambda returns (``f = lambda m: -10 * torch.log10(m)``)
 CALL_RESULT = " ()"
+#: suffix of a key recording that a name is a list the code appends device tensors to (``history.append(idx)``):
+#: a loop over it gives device tensors (a dict of them would give its keys, so ``TENSORS`` alone does not say)
+LIST_OF_TENSORS = " [t]"
 #: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
 _TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
 
@@ -116,6 +119,7 @@ class BindingsMixin:
         env.pop(name + OFF_BY_DEFAULT, None)
         env.pop(name + tensors.HOST_KEYS, None)
         env.pop(name + CALL_RESULT, None)
+        env.pop(name + LIST_OF_TENSORS, None)
         if name.startswith("self.") and self.class_frame is not None:
             self.class_frame.attrs.pop(name + EVERY_STEP, None)
         if name.startswith("self.") and self.class_frame is not None and self.function is not None:
@@ -352,6 +356,12 @@ class BindingsMixin:
         if isinstance(iterable, (cst.Name, cst.Attribute)) and isinstance(target, cst.Name) and self.function is not None:
             self.passed_callables.loop_over(self.function, target.value, dotted(iterable) or "")
         self._loop_callables(target, iterable)
+        listed = iterable.args[0].value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+            and iterable.func.value == "reversed" and len(iterable.args) == 1 else iterable
+        listed = listed.value if isinstance(listed, cst.Subscript) and isinstance(listed.slice[0].slice, cst.Slice) else listed
+        if isinstance(listed, cst.Name) and self.lookup(listed.value + LIST_OF_TENSORS) == tensors.TENSOR:
+            self._bind_target(target, tensors.TENSOR)  # `for h in reversed(history[:n])` of appended device tensors
+            return
         items = class_of_elements(self.kind(iterable))
         if items is not None and isinstance(target, cst.Name):
             self._bind_target(target, None)
@@ -468,6 +478,7 @@ class BindingsMixin:
                     and self.kind(node.args[0].value) in tensors.DEVICE_TENSORS \
                     and self.lookup(func.value.value) in (None, tensors.OTHER):
                 self._bind(func.value.value, tensors.TENSORS)  # `res.append(correct_k.mul_(100 / n))`: a list of device tensors
+                self._envs[-1][func.value.value + LIST_OF_TENSORS] = tensors.TENSOR
         if qual is not None and qual.startswith("torch.distributed.") and node.args:
             if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
                 self._evidence(node.args[0].value, tensors.TENSOR)

@@ -326,3 +326,17 @@ def test_a_constant_written_through_a_mask_is_a_masked_fill(tmp_path) -> None:
     tensor = _LOOP.replace("{body}", "matches = logits.argmax(1)\n"
                                      "            matches[logits.max(1).values < 0.3] = matches.flip(0)")
     assert ("train.py", 9, "SFL202") in lint_files(tmp_path / "tensor", {"train.py": tensor})
+
+
+def test_a_list_of_appended_device_tensors_gives_them_back_in_a_loop(tmp_path) -> None:
+    body = ("history = []\n"
+            "            for t in range(3):\n"
+            "                history.append(logits.argmax(1))\n"
+            "            for h in reversed(history[:2]):\n"
+            "                history_ids = int(h[0])")
+    assert ("train.py", 12, "SFL105") in _loop(tmp_path, body)
+    (tmp_path / "dict").mkdir()  # a dict of device tensors gives its keys
+    keys = _LOOP.replace("{body}", "parts = {'a': logits.sum()}\n"
+                                   "            for name in parts:\n"
+                                   "                print(f'{name}')")
+    assert lint_files(tmp_path / "dict", {"train.py": keys}) == []
