@@ -1,4 +1,5 @@
-"""SFL401's safe fix: ``torch.tensor(x, device=d)`` of a Python scalar -> ``torch.full((), x, device=d, ...)``.
+"""SFL401's safe fix: ``torch.tensor(x, device=d)`` of a Python scalar -> ``torch.full((), x, device=d, ...)``,
+and ``torch.tensor([x], device=d)`` of a one-number list or tuple -> ``torch.full((1,), x, device=d, ...)``.
 
 ``torch.tensor`` of a number stages the number in host memory and copies it to the device;
 ``torch.full`` passes it to a fill kernel as an argument, with no copy. Both give a 0-d tensor
@@ -7,11 +8,12 @@ type: ``bool`` -> ``torch.bool``, ``int`` -> ``torch.int64``, ``float`` -> the d
 ``torch.full`` infers from a float fill value too, so no ``dtype=`` is added). An explicit
 ``dtype=`` and ``requires_grad=`` are kept. The type comes from a literal, or from every binding
 of a local name (literals, ``len``/``int``/``float``/``bool``/one-argument ``round``, ``range`` and
-``enumerate`` counters, arithmetic on those); anything else is declined with the reason.
+``enumerate`` counters, arithmetic on those, and tensor sizes: ``x.size(0)``, ``x.numel()``, ``x.shape[0]``);
+anything else is declined with the reason. A list of several numbers is declined: no one kernel fills it.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set, Union
+from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -46,14 +48,24 @@ def decide(call: cst.Call, index: ScopeIndex) -> Union[List[Replace], Declined]:
     unknown = sorted(a.keyword.value for a in keywords if a.keyword is not None and a.keyword.value not in _KEPT_KEYWORDS)
     if unknown:
         return Declined(f"`{unknown[0]}=` has no `torch.full` equivalent kept by the fix")
-    data = positional[0].value
+    data, size = _one_number(positional[0].value)
     number = python_number(data, index, set())
+    if isinstance(number, Declined) and host_number(data, index) == "int":
+        number = "int"
     if isinstance(number, Declined):
         return number
-    args = ["()", code(data)] + [code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for a in keywords]
+    args = [size, code(data)] + [code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for a in keywords]
     if not any(a.keyword is not None and a.keyword.value == "dtype" for a in keywords) and number in _INFERRED_DTYPE:
         args.append(f"dtype={code(func.value)}.{_INFERRED_DTYPE[number]}")
     return [Replace(call, None, f"{code(func.value)}.full({', '.join(args)})")]
+
+
+def _one_number(data: cst.BaseExpression) -> Tuple[cst.BaseExpression, str]:
+    """The number ``data`` holds and the size ``torch.full`` gives it: ``x`` -> ``()``, ``[x]`` / ``(x,)`` -> ``(1,)``.
+    Anything else comes back as it is (and ``python_number`` says why it is not a number)."""
+    if isinstance(data, (cst.List, cst.Tuple)) and len(data.elements) == 1 and isinstance(data.elements[0], cst.Element):
+        return data.elements[0].value, "(1,)"
+    return data, "()"
 
 
 def python_number(expr: cst.BaseExpression, index: ScopeIndex, seen: Set[str]) -> Union[str, Declined]:

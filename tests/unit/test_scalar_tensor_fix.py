@@ -29,6 +29,12 @@ FIXED = {
     "true division": ("n = 3", "torch.tensor(n / 4, device=d)"),
     "len": ("n = len([1, 2])", "torch.tensor(n, device=d)"),
     "bool arithmetic": ("", "torch.tensor(True + True, device=d)"),
+    "one-float list": ("", "torch.tensor([0.1], device=d)"),
+    "one-int tuple, explicit dtype": ("n = 7", "torch.tensor((n,), device=d, dtype=torch.int32)"),
+    "one-bool list": ("", "torch.tensor([True], device=d)"),
+    "float('inf') in a list": ("", "torch.tensor([float('inf')], device=d, dtype=torch.float32)"),
+    "tensor size in a list": ("x = torch.ones(5, 2)", "torch.tensor([x.numel()], device=d)"),
+    "size bound to a name": ("x = torch.ones(5, 2)\nn = x.size(0)", "torch.tensor(n, device=d)"),
 }
 
 DECLINED = {
@@ -36,7 +42,10 @@ DECLINED = {
     "parameter": ("", "torch.tensor(d, device=d)", "`d` is a parameter"),
     "unknown call": ("n = compute()", "torch.tensor(n, device=d)", "`compute(...)` is not known"),
     "power": ("", "torch.tensor(2 ** -1, device=d)", "depends on the values"),
-    "list data": ("", "torch.tensor([1.0], device=d)", "not a Python number literal"),
+    "list of two numbers": ("", "torch.tensor([1.0, 2.0], device=d)", "not a Python number literal"),
+    "nested list": ("", "torch.tensor([[1.0]], device=d)", "not a Python number literal"),
+    "starred list": ("xs = [1.0]", "torch.tensor([*xs], device=d)", "not a Python number literal"),
+    "list of a parameter": ("", "torch.tensor([d], device=d)", "`d` is a parameter"),
     "pin_memory": ("", "torch.tensor(1.0, device=d, pin_memory=False)", "`pin_memory=`"),
     "as_tensor": ("", "torch.as_tensor(1.0, device=d)", "only `torch.tensor(...)`"),
 }
@@ -68,7 +77,7 @@ def test_fixed_form_builds_the_same_tensor(name):
     parts = decide(setup, expression)
     assert not isinstance(parts, Declined), parts
     [edit] = parts
-    assert isinstance(edit, Replace) and edit.text.startswith("torch.full((), ")
+    assert isinstance(edit, Replace) and edit.text.startswith(("torch.full((), ", "torch.full((1,), "))
     assert code(edit.node) == expression
     for dtype in (torch.float32, torch.float64):
         before, after = build(setup, expression, dtype), build(setup, edit.text, dtype)

@@ -86,7 +86,9 @@ argument, without a copy.
 Safe, for a Python number: `torch.tensor(x, device=d)` -> `torch.full((), x, device=d)` with the
 dtype `torch.tensor` infers (`torch.bool`, `torch.int64`; a float gets the default dtype either way),
 `dtype=` and `requires_grad=` kept; only where `x` is proven one Python type (`fixes/scalar_tensor.py`).
-Lists and arrays have no automatic fix: hoisting needs the data to be step-invariant.
+A one-number list or tuple is the same fill with size `(1,)`: `torch.tensor([x], device=d)` ->
+`torch.full((1,), x, device=d)`. Longer lists and arrays have no automatic fix: hoisting needs the data to
+be step-invariant.
 """
     fix_title = "fill on the device: `torch.full((), x, device=d)`, no host copy"
 
