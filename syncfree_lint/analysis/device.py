@@ -106,7 +106,7 @@ def named_accelerators(tree: ast.AST) -> FrozenSet[str]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for module in modules:
-                if module == "torch.cuda" or module.startswith("torch.cuda."):
+                if any(module == cuda or module.startswith(cuda + ".") for cuda in facts.CUDA_ONLY_MODULES):
                     named.add("cuda")
                 elif _accelerator_module(module):
                     named.add("any")

@@ -18,8 +18,8 @@ from syncfree_lint.analysis.scope import (
 )
 from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, strided_slices
 from syncfree_lint.analysis.guards import (
-    ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_opt_in_call,
-    reports_after_reading, steps_optimizer_beside,
+    ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_mostly_true_interval,
+    is_opt_in_call, reports_after_reading, steps_optimizer_beside,
 )
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
@@ -77,6 +77,8 @@ class FrequencyMixin:
         accumulation: that body runs once per optimizer step), equality with a counter (once),
         logging and opt-in flags, opt-in calls, and host-only device branches."""
         test = node.test
+        if is_mostly_true_interval(test):
+            return False  # `if step % k != 0:` runs on all steps but one in k
         if has_modulo(test) or self._tests_remainder(test):
             schedule = contains_step_marker(node.body, self.qualname) and not (
                 self.loops and steps_optimizer_beside(self.loops[-1].node, node))
@@ -92,6 +94,11 @@ class FrequencyMixin:
             or self._flushes_window(test)
             or reports_after_reading(node, self.kind)
         )
+
+    @staticmethod
+    def _exit_interval(test: cst.BaseExpression) -> bool:
+        """An early exit under ``step % k != 0`` leaves the rest of the loop to one step in ``k``."""
+        return is_mostly_true_interval(test)
 
     def _evaluates(self, node: cst.For) -> bool:
         """Does a loop with gradients off evaluate a model on its items (``analysis.eval_loops``)?

@@ -40,6 +40,21 @@ def has_modulo(expr: cst.BaseExpression) -> bool:
     return False
 
 
+def is_mostly_true_interval(test: cst.BaseExpression) -> bool:
+    """``step % k != 0``, ``step % k > 0`` or a bare ``step % k``: true on all but one step in ``k``. Its body runs
+    nearly every step (no guard); an early exit under it leaves the rest of the loop to one step in ``k``."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        zero = isinstance(comparison.comparator, cst.Integer) and int(comparison.comparator.value, 0) == 0
+        return zero and isinstance(comparison.operator, (cst.NotEqual, cst.GreaterThan)) and _is_modulo(test.left)
+    return _is_modulo(test)
+
+
+def _is_modulo(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and not isinstance(
+        expr.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+
 def _flag_name(expr: cst.BaseExpression) -> Optional[str]:
     if isinstance(expr, cst.Attribute):
         return expr.attr.value

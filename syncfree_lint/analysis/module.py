@@ -328,6 +328,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                 env[name] = tensors.merge(after_body.get(name, before.get(name)), env.get(name, before.get(name)))
         self._kinds.clear()
         exit_kind = is_early_exit(node)
+        guard = guard or self._exit_interval(node.test)  # `if step % k != 0: continue`: the rest is one in k
         if exit_kind == "continue" and guard and self.loops and not steps_optimizer_after(self.loops[-1].node, node):
             self.loops[-1].rest_guarded = True
         elif exit_kind == "return" and self.function is not None and not self.loops:

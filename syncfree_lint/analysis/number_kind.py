@@ -23,6 +23,8 @@ QualName = Callable[[cst.BaseExpression], Optional[str]]
 
 def is_float(expr: cst.BaseExpression, index: ScopeIndex, qualname: QualName, seen: Set[str]) -> bool:
     """Positive evidence that ``expr`` is a floating tensor (or a Python float)."""
+    if isinstance(expr, cst.Float):
+        return True  # `att_loss = 0.` before the branches that bind it to a loss
     if isinstance(expr, cst.Name):
         return _name_is_float(expr.value, index, qualname, seen)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):

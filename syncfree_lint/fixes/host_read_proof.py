@@ -125,8 +125,8 @@ def decide(site: ItemSite, places: Dict[int, "Placement"], qualname: QualName, s
     if number == "int" and accumulate:
         added = code(receiver) if count_is_int64(receiver, qualname) else f"{code(receiver)}.long()"
         parts = [Replace(call, statement, added)]  # total += (pred == y).sum(): an int64 counter never wraps
-        parts += [Replace(init.value, init, _int_literal(init.value))  # type: ignore[attr-defined]
-                  for init, kind in inits.items() if kind == "float"]
+        parts += [Replace(literal, init, _int_literal(literal))
+                  for (literal, init), kind in inits.items() if kind == "float"]
     else:
         if accumulate:
             method = "detach().double"
@@ -163,10 +163,11 @@ def _float64_device(source: str) -> bool:
 # ---------------------------------------------------------------- 1. one binding form
 def _binding_form(index: ScopeIndex, name: str, statement: cst.CSTNode, accumulate: bool):
     """(reads, inits) or the reason the name has more than the fix's binding form; ``inits`` maps
-    each ``name = <number>`` initialisation of an accumulator to ``"int"`` or ``"float"``."""
+    each ``name = <number>`` initialisation of an accumulator (also ``a, name = 0.0, 0.0``), as (the literal,
+    its statement), to ``"int"`` or ``"float"``."""
     if name in index.params:
         return "the name is a parameter"
-    inits: Dict[cst.CSTNode, str] = {}
+    inits: Dict[Tuple[cst.BaseExpression, cst.CSTNode], str] = {}
     reads: List[cst.Name] = []
     for node, nested in index.occurrences(name):
         if nested:
@@ -175,9 +176,9 @@ def _binding_form(index: ScopeIndex, name: str, statement: cst.CSTNode, accumula
         if bound_by is statement:
             continue
         if bound_by is not None:
-            literal = _number_literal(bound_by)
+            literal = _number_literal(bound_by, node)
             if accumulate and literal is not None:  # `total = 0.0` before the loop, resets at log intervals
-                inits[bound_by] = literal
+                inits[(literal, bound_by)] = "float" if isinstance(literal, cst.Float) else "int"
                 continue
             return "the name has another binding (assignment, augmented assignment, del or loop target)"
         if any(isinstance(a, (cst.MatchCase,)) for a in index.ancestors(node)) or isinstance(
@@ -189,15 +190,24 @@ def _binding_form(index: ScopeIndex, name: str, statement: cst.CSTNode, accumula
     return reads, inits
 
 
-def _number_literal(statement: cst.CSTNode) -> Optional[str]:
-    """``"float"``/``"int"`` for ``name = 0.0`` / ``name = 0`` (one target, a whole number), else None."""
+def _number_literal(statement: cst.CSTNode, node: cst.Name) -> Optional[Union[cst.Float, cst.Integer]]:
+    """The whole-number literal ``statement`` binds ``node`` to: ``name = 0.0``, ``name = 0``, or ``name``'s element of
+    ``a, name = 0.0, 0.0`` (one target, no starred element); else None."""
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
         return None
-    value = statement.value
+    target, value = statement.targets[0].target, statement.value
+    if target is not node:
+        if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))
+                and len(target.elements) == len(value.elements)):
+            return None
+        pairs = [(t, v) for t, v in zip(target.elements, value.elements) if t.value is node]
+        if len(pairs) != 1 or any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+            return None
+        value = pairs[0][1].value
     if isinstance(value, cst.Float) and float(value.value).is_integer():
-        return "float"
+        return value
     if isinstance(value, cst.Integer):
-        return "int"
+        return value
     return None
 
 

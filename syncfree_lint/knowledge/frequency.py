@@ -109,6 +109,9 @@ ACCELERATOR_OPTION_WORDS = frozenset(ACCELERATOR_DEVICES + ("accel", "accelerato
 FLOAT64_ACCELERATORS = frozenset({"cuda", "gpu"})
 #: modules whose import means the run uses an accelerator
 ACCELERATOR_MODULES = ("accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "deepspeed", "apex", "torch.cuda")
+#: of those, the modules that run on CUDA only (NVIDIA's apex): their import names CUDA, not "an accelerator picked at
+#: run time"
+CUDA_ONLY_MODULES = ("apex", "torch.cuda")
 
 
 def name_parts(name: str) -> tuple:

@@ -7,7 +7,7 @@ import ast
 import libcst as cst
 import pytest
 
-from syncfree_lint.analysis.device import may_use_accelerator
+from syncfree_lint.analysis.device import may_use_accelerator, named_accelerators
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.scope import (
     mentions_loader,
@@ -156,6 +156,19 @@ def test_loader_iterables(iterable: str, expected: bool) -> None:
 ])
 def test_device_evidence(source: str, expected: bool) -> None:
     assert may_use_accelerator(source, ast.parse(source)) is expected
+
+
+@pytest.mark.parametrize("source,expected", [
+    ('import torch\nx = torch.ones(2).to("cuda:0")\n', {"cuda"}),
+    ("import torch\nfrom apex.optimizers import FusedAdam\nx = torch.ones(2).cuda()\n", {"cuda"}),  # apex is CUDA only
+    ("import torch.cuda.amp\n", {"cuda"}),
+    ("import deepspeed\nx = 1\n", {"any"}),  # deepspeed picks an accelerator at run time
+    ("from accelerate import Accelerator\n", {"any"}),
+    ('import torch\nd = "mps" if torch.backends.mps.is_available() else "cuda"\n', {"cuda", "mps"}),
+])
+def test_named_accelerators(source: str, expected: set) -> None:
+    assert set(named_accelerators(ast.parse(source))) == expected
+    assert set(facts.CUDA_ONLY_MODULES) <= set(facts.ACCELERATOR_MODULES)
 
 
 def test_flag_words_are_config_keys() -> None:
