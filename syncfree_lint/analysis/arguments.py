@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.autograd_functions import takes_ctx
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called
@@ -153,7 +154,7 @@ class ArgumentsMixin:
             frame = self.functions.get(qualname)
             if frame is None:
                 continue
-            names = _positional_names(frame, self_given)
+            names = _positional_names(frame, self_given, takes_ctx(frame.class_frame, frame.name, self.classes))
             if names is None:
                 continue
             given = dict(keywords)
@@ -194,15 +195,18 @@ def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
     return None
 
 
-def _positional_names(frame: "FunctionFrame", self_given: Optional[str]) -> Optional[List[str]]:
+def _positional_names(frame: "FunctionFrame", self_given: Optional[str], ctx: bool = False) -> Optional[List[str]]:
     """The parameters a call's positional arguments fill. For a method, ``self_given`` says how
     the instance arrives: "bound" (``obj.m(x)`` in this file: the arguments start after ``self``),
     "first" (another file's call, where the run passes ``self`` first), None (``Class.m(obj, x)``
-    in this file: not worth the ambiguity)."""
+    in this file: not worth the ambiguity). A custom autograd function's ``forward``/``backward`` (``ctx``)
+    take the arguments of ``apply`` after ``ctx``, whoever calls."""
     node = frame.node
     if not isinstance(node, cst.FunctionDef):
         return None
     names = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params)]
+    if ctx:
+        return names[1:]
     static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators)
     if frame.class_frame is not None and not static:
         if self_given is None:

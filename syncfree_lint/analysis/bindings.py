@@ -231,7 +231,10 @@ class BindingsMixin:
         try:
             for_in: Optional[cst.CompFor] = comp.for_in
             while for_in is not None:
-                self._bind_target(for_in.target, tensors.TENSOR if self.kind(for_in.iter) in tensors.DEVICE_TENSORS else None)
+                iterated = for_in.iter
+                if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute)
+                        and self._module_tensors(iterated.func, for_in.target)):  # `for p in model.parameters()`
+                    self._bind_target(for_in.target, tensors.TENSOR if self.kind(iterated) in tensors.DEVICE_TENSORS else None)
                 for_in = for_in.inner_for_in
             return self.kind(comp.elt)
         finally:

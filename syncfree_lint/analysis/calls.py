@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import libcst as cst
 
+from syncfree_lint.analysis.autograd_functions import applied_class, is_autograd_class
+from syncfree_lint.analysis.dispatch_tables import module_tables, table_read
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.filefacts import CallSite
@@ -82,34 +84,6 @@ def by_method_name(method: str) -> Optional[DottedRef]:
     if method.startswith("__") or method in LIBRARY_METHOD_NAMES or method.startswith(HOOK_METHOD_PREFIXES):
         return None
     return DottedRef(METHOD_KEY + method, bound=True)
-
-
-def _table_read(expr: cst.BaseExpression) -> Optional[cst.Name]:
-    """The table of ``TABLE[key]`` or ``TABLE.get(key)``."""
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" \
-            and isinstance(expr.func.value, cst.Name):
-        return expr.func.value
-    return None
-
-
-def _table_members(value: cst.BaseExpression) -> List[str]:
-    """The bare names a dict, list or tuple display holds as values; [] when any value is not a
-    name or a dotted name (a table of functions holds only those)."""
-    if isinstance(value, cst.Dict):
-        values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-        if len(values) != len(value.elements):
-            return []
-    elif isinstance(value, (cst.List, cst.Tuple)):
-        values = [e.value for e in value.elements if isinstance(e, cst.Element)]
-        if len(values) != len(value.elements):
-            return []
-    else:
-        return []
-    if not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
-        return []
-    return [v.value for v in values if isinstance(v, cst.Name)]
 
 
 def _is_super_call(expr: cst.BaseExpression) -> bool:
@@ -258,6 +232,8 @@ class CallsMixin:
         method (``self.to_device``), a name bound to one, or a wrapper of one
         (``torch.compile(step)``, ``functools.partial(step, model=m)``)."""
         prefix = ".".join(self._prefix)
+        if applied_class(expr) is not None:  # `grad_guard = GradGuard.apply`
+            return next(iter(self._applied(applied_class(expr), "forward")), None)
         if isinstance(expr, cst.Name):
             held = self.callables.lookup(prefix, expr.value)
             if held is not None:
@@ -287,7 +263,7 @@ class CallsMixin:
                 return DottedRef(returned)
         if isinstance(expr, cst.IfExp):  # `make_pinned if args.pin else make` (the other: ``alternative_refs``)
             return self.function_value(expr.body) or self.function_value(expr.orelse)
-        table = _table_read(expr)
+        table = table_read(expr)
         if table is not None:  # `SELECTORS[name]`: any function of the table (``function_tables``)
             if table.value in self.function_tables():
                 return DottedRef(f"{self.module_name}.{table.value}" if self.module_name else table.value)
@@ -295,22 +271,9 @@ class CallsMixin:
         return None
 
     def function_tables(self) -> Dict[str, List[str]]:
-        """The file's dispatch tables: module-level ``NAME = {key: function, ...}`` (or a list or
-        tuple of functions) naming at least one function defined at the top of this file -> those
-        functions' names. The run indexes the table's dotted name under each of them, so a call
-        through ``NAME[key]``, here or in a file that imports it, may run any of them."""
+        """The file's dispatch tables and aliases (``dispatch_tables.module_tables``)."""
         if self._tables is None:
-            defined = {s.name.value for s in self.module.body if isinstance(s, cst.FunctionDef)}
-            self._tables = {}
-            for statement in self.module.body:
-                smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
-                for small in smalls:
-                    if isinstance(small, cst.Assign) and len(small.targets) == 1 \
-                            and isinstance(small.targets[0].target, cst.Name):
-                        members = _table_members(small.value)
-                        local = [name for name in members if name in defined]
-                        if local:
-                            self._tables[small.targets[0].target.value] = local
+            self._tables = module_tables(self.module, self.classes)
         return self._tables
 
     def _returned_function(self, factory: NameRef) -> Optional[CallRef]:
@@ -324,11 +287,29 @@ class CallsMixin:
 
     def alternative_refs(self, func: cst.BaseExpression) -> List[CallRef]:
         """The other functions a called name may stand for: ``build = f if c else g`` (``g``), each
-        element of a list or dict of callables (``for cb in callbacks["on_step_end"]: cb(state)``)."""
+        element of a list or dict of callables (``for cb in callbacks["on_step_end"]: cb(state)``);
+        the ``forward`` and ``backward`` a custom autograd function's ``apply`` runs (``autograd_functions``)."""
+        if applied_class(func) is not None:
+            return self._applied(applied_class(func), "forward") + self._applied(applied_class(func), "backward")
         if not isinstance(func, cst.Name):
             return []
         held = self.alternatives.lookup(".".join(self._prefix), func.value)
-        return list(held) if held is not None else []
+        forward = self.callables.lookup(".".join(self._prefix), func.value)  # `grad_guard = GradGuard.apply`
+        backward = [SelfRef(forward.class_qualname, "backward")] if isinstance(forward, SelfRef) \
+            and forward.method == "forward" and is_autograd_class(forward.class_qualname, self.classes) else []
+        return (list(held) if held is not None else []) + backward
+
+    def _applied(self, cls: Optional[cst.BaseExpression], method: str) -> List[CallRef]:
+        """``Cls.forward`` for ``Cls.apply`` of a local autograd class or of an imported class."""
+        text = dotted(cls) if cls is not None else None
+        if text is None:
+            return []
+        if text in self.classes and is_autograd_class(text, self.classes):
+            return [SelfRef(text, method)]
+        if self.imports.imported(text.split(".")[0]):
+            qual = self.imports.qualname(cls) or text  # type: ignore[arg-type]
+            return [] if qual.split(".")[0] in LIBRARY_HEADS else [DottedRef(f"{qual}.{method}")]
+        return []
 
     def _imported_function(self, expr: cst.BaseExpression) -> Optional[CallRef]:
         """``evaluate_batch`` or ``steps.evaluate_batch`` imported from the project (the run

@@ -11,6 +11,7 @@ from typing import Callable, Dict, List, Optional, Set
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.annotations import host_annotation_kind
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.imports import ImportMap
@@ -79,6 +80,7 @@ class DefinitionsMixin:
             if pname == "self" and self.class_frame is not None:
                 env[pname] = tensors.MODULE if self.class_frame.is_module else None
             elif (pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE)) \
+                    and not (param.annotation is not None and host_annotation_kind(param.annotation.annotation)) \
                     and not (param.default is not None and self.kind(param.default) == tensors.NUMBER) \
                     and param is not node.params.star_arg:  # `batch=16` is a size; `*inputs` a tuple
                 env[pname] = tensors.BATCH

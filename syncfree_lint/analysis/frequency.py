@@ -18,13 +18,14 @@ from syncfree_lint.analysis.scope import (
 )
 from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, strided_slices
 from syncfree_lint.analysis.guards import (
-    ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_mostly_true_interval,
+    ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_mostly_true_interval, memo_holder,
     is_opt_in_call, reports_after_reading, steps_optimizer_beside,
 )
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.nodes import walk_code
+from syncfree_lint.analysis.nodes import local_names, walk_code
+from syncfree_lint.analysis.passed_callables import parameter_names
 from syncfree_lint.analysis.options import off_by_default
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,7 +86,7 @@ class FrequencyMixin:
             return not schedule and not self._period_is_one(test)
         return (
             ends_the_run(node)
-            or is_memo_guard(node)
+            or (is_memo_guard(node) and not self._memo_per_call(node))
             or is_flag_guard(test, self.logging_words, self.opt_in_words)
             or (self._tests_off_option(test) and not contains_step_marker(node.body, self.qualname))
             or is_opt_in_call(test, self.qualname)
@@ -94,6 +95,18 @@ class FrequencyMixin:
             or self._flushes_window(test)
             or reports_after_reading(node, self.kind)
         )
+
+    def _memo_per_call(self, node: cst.If) -> bool:
+        """``if max_len is None: max_len = ...`` on a parameter or local name, outside every loop of the function: the
+        name starts afresh at each call, so the body runs on each call. (In a loop of the function, or on an attribute
+        or a module's cache, the body fills it once.)"""
+        holder = memo_holder(node)
+        function = self.function
+        if holder is None or "." in holder or function is None or any(loop.function is function for loop in self.loops):
+            return False
+        if holder in parameter_names(function) and self.lookup(holder) is not None:
+            return False  # every call passes it (`_bincount(x, minlength=n)`): the body does not run for them
+        return holder in local_names(function.node)
 
     @staticmethod
     def _exit_interval(test: cst.BaseExpression) -> bool:

@@ -200,26 +200,38 @@ def is_equality_guard(expr: cst.BaseExpression, is_host_number: Callable[[cst.Ba
     if not isinstance(expr.comparisons[0].operator, cst.Equal):
         return False
     sides = (expr.left, expr.comparisons[0].comparator)
+    if any(facts.words_match(dotted(side) or "", facts.RANK_WORDS) for side in sides):
+        return False  # `if local_rank == 0:`: one process, every step
     literal = any(isinstance(side, cst.Integer) for side in sides)
     counters = sum(1 for side in sides if is_host_number(side))
     return (literal and counters >= 1) or counters == 2
 
 
 def is_memo_guard(node: cst.If) -> bool:
-    """``if key not in cache: ... cache[key] = ...`` / ``if self.x is None: ... self.x = ...``: the
-    body fills what the test checks, so it runs once (per key), not per step."""
+    """``if key not in cache: ... cache[key] = ...`` / ``if self.x is None: ... self.x = ...`` / ``if not self.ready:
+    ... self.ready = True``: the body fills or flips what the test checks, so it runs once (per key), not per step."""
+    return memo_holder(node) is not None
+
+
+def memo_holder(node: cst.If) -> Optional[str]:
+    """What a memo guard (``is_memo_guard``) fills or flips (``cache``, ``self.x``, ``self.ready``), else None."""
     test = node.test
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or node.orelse is not None:
-        return False
+    if node.orelse is not None:
+        return None
+    flag = _flipped_flag(test, node.body)
+    if flag:
+        return flag
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
     operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
     if isinstance(operator, cst.NotIn):
         holder, subscripted = dotted(right), True
     elif isinstance(operator, cst.Is) and isinstance(right, cst.Name) and right.value == "None":
         holder, subscripted = dotted(test.left), False
     else:
-        return False
+        return None
     if holder is None:
-        return False
+        return None
     for statement in _small_statements(node.body):
         if isinstance(statement, cst.Assign):
             for target in statement.targets:
@@ -229,8 +241,22 @@ def is_memo_guard(node: cst.If) -> bool:
                 elif subscripted:
                     continue
                 if dotted(filled) == holder:
-                    return True
-    return False
+                    return holder
+    return None
+
+
+def _flipped_flag(test: cst.BaseExpression, body: cst.BaseSuite) -> Optional[str]:
+    """``if not self.ready: ...; self.ready = True`` (or ``if self.first: ...; self.first = False``): the flag."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    holder = dotted(test.expression if isinstance(test, cst.UnaryOperation) and negated else test)
+    if holder is None:
+        return None
+    for statement in _small_statements(body):
+        if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Name) \
+                and statement.value.value == ("True" if negated else "False") \
+                and any(dotted(target.target) == holder for target in statement.targets):
+            return holder
+    return None
 
 
 def reports_after_reading(node: cst.If, kind: Callable[[cst.BaseExpression], Optional[str]]) -> bool:

@@ -94,3 +94,4 @@ def combine(left: Optional[str], right: Optional[str]) -> Optional[str]:
     if left == NUMBER and right == NUMBER:
         return NUMBER
     return None
+

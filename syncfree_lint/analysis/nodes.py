@@ -7,7 +7,7 @@ fields that hold expressions and statements, found once per node class.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -104,3 +104,42 @@ def constant_items(value: cst.BaseExpression) -> List[Tuple[str, cst.BaseExpress
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
         return [(arg.keyword.value, arg.value) for arg in value.args if arg.keyword is not None]
     return []
+
+
+def local_names(function: cst.CSTNode) -> FrozenSet[str]:
+    """The names a function binds for itself: its parameters and the plain names it assigns (``=``, ``+=``, ``:``,
+    ``for``/``with`` targets), not in nested functions or classes, less those it declares ``global``/``nonlocal``."""
+    if not isinstance(function, cst.FunctionDef):
+        return frozenset()
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    names.update(p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param))
+    declared: set = set()
+    stack: List[cst.CSTNode] = list(code_children(function.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            declared.update(n.name.value for n in node.names)
+        targets: List[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, cst.For):
+            targets = [node.target]
+        elif isinstance(node, cst.AsName):
+            targets = [node.name]
+        for target in targets:
+            elements = [target]
+            while elements:
+                element = elements.pop()
+                if isinstance(element, cst.Name):
+                    names.add(element.value)
+                elif isinstance(element, (cst.Tuple, cst.List)):
+                    elements.extend(e.value for e in element.elements)
+                elif isinstance(element, cst.StarredElement):
+                    elements.append(element.value)
+        stack.extend(code_children(node))
+    return frozenset(names - declared)

@@ -179,6 +179,9 @@ class TensorInference:
         left, right = self.kind(node.left), self.kind(node.right)
         if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and MASK in (left, right):
             return MASK
+        if isinstance(node.operator, cst.Add) and left == right == OTHER \
+                or isinstance(node.operator, cst.Multiply) and {left, right} == {OTHER, NUMBER}:
+            return OTHER  # `["<pad>"] + letters`, `[0] * n`: a Python sequence
         return combine(left, right)
 
     def _Comparison(self, node: cst.Comparison) -> Optional[str]:

@@ -29,3 +29,11 @@ METHODS_RETURNING_SELF_BY_CONVENTION = frozenset({"fit"})
 #: object of unknown class (``for cb in self.callbacks: cb.on_batch_end(self, out)``) runs every
 #: override of it in the project, when a project class declares it with a do-nothing body
 HOOK_METHOD_PREFIXES = ("on_", "before_", "after_")
+
+#: ``torch.autograd.Function`` and its aliases: ``Cls.apply(x)`` runs ``Cls.forward(ctx, x)`` now and
+#: ``Cls.backward(ctx, grad)`` in the step's backward pass (``analysis.autograd_functions``)
+AUTOGRAD_FUNCTION_BASES = frozenset({
+    "torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction",
+})
+#: the methods ``apply`` runs, each with ``ctx`` first (never passed by the caller)
+AUTOGRAD_FUNCTION_METHODS = ("forward", "backward")

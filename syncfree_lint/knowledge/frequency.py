@@ -113,6 +113,9 @@ ACCELERATOR_MODULES = ("accelerate", "lightning", "pytorch_lightning", "lightnin
 #: run time"
 CUDA_ONLY_MODULES = ("apex", "torch.cuda")
 
+#: names of a process's rank: ``if rank == 0:`` runs on one process every step, it is no "once" test
+RANK_WORDS = ("rank", "process_index", "local_process_index")
+
 
 def name_parts(name: str) -> tuple:
     """``self.args.should_log`` -> (``self``, ``args``, ``should``, ``log``), lower case."""

@@ -205,7 +205,7 @@ def test_a_table_of_the_same_file(tmp_path) -> None:
 def test_table_members(display: str, members: List[str]) -> None:
     import libcst as cst
 
-    from syncfree_lint.analysis.calls import _table_members
+    from syncfree_lint.analysis.dispatch_tables import _table_members
 
     assert _table_members(cst.parse_expression(display)) == members
 

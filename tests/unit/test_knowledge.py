@@ -247,6 +247,17 @@ def test_host_tensors_retyped(expression: str, kind: object) -> None:
     assert kind_of(expression) == kind
 
 
+@pytest.mark.parametrize("expression, kind", [
+    ('["<pad>"] + ["a", "b"]', T.OTHER),  # a Python sequence, indexable only by Python ints
+    ("[0] * 3", T.OTHER),
+    ('"ab" + "c"', T.OTHER),
+    ("[0] + x", T.TENSOR),  # a list and a tensor: the tensor's arithmetic
+    ("[0] - [1]", None),
+])
+def test_python_sequences_joined(expression: str, kind: object) -> None:
+    assert kind_of(expression) == kind
+
+
 @pytest.mark.parametrize("name", sorted(api.MASK_FUNCTIONS - {"bool"}))
 def test_mask_functions_on_a_device_tensor(name: str) -> None:
     assert kind_of(f"torch.{name}(x, x)") == T.MASK

@@ -1,0 +1,62 @@
+"""Dispatch tables: a module-level ``NAME = {key: function, ...}`` (or a list or tuple of functions) naming functions
+defined at the top of the file, and ``NAME = Cls.apply`` of a custom autograd function (its ``forward`` and
+``backward``). The run indexes the table's dotted name under each function it names, so a call through
+``NAME[key]`` or ``NAME(...)``, here or in a file that imports it, may run any of them."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional
+
+import libcst as cst
+
+from syncfree_lint.analysis.autograd_functions import applied_class, apply_methods, is_autograd_class
+from syncfree_lint.analysis.imports import dotted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.scope import ClassFrame
+
+
+def module_tables(module: cst.Module, classes: Dict[str, "ClassFrame"]) -> Dict[str, List[str]]:
+    """Table name -> the local qualnames of the functions it may run."""
+    defined = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    tables: Dict[str, List[str]] = {}
+    for statement in module.body:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for small in smalls:
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+                continue
+            local = [name for name in _table_members(small.value) if name in defined]
+            applied = applied_class(small.value)
+            cls = dotted(applied) if applied is not None else None
+            if cls is not None and cls in classes and is_autograd_class(cls, classes):
+                local = apply_methods(classes, cls)
+            if local:
+                tables[small.targets[0].target.value] = local
+    return tables
+
+
+def table_read(expr: cst.BaseExpression) -> Optional[cst.Name]:
+    """The table of ``TABLE[key]`` or ``TABLE.get(key)``."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" \
+            and isinstance(expr.func.value, cst.Name):
+        return expr.func.value
+    return None
+
+
+def _table_members(value: cst.BaseExpression) -> List[str]:
+    """The bare names a dict, list or tuple display holds as values; [] when any value is not a
+    name or a dotted name (a table of functions holds only those)."""
+    if isinstance(value, cst.Dict):
+        values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+        if len(values) != len(value.elements):
+            return []
+    elif isinstance(value, (cst.List, cst.Tuple)):
+        values = [e.value for e in value.elements if isinstance(e, cst.Element)]
+        if len(values) != len(value.elements):
+            return []
+    else:
+        return []
+    if not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
+        return []
+    return [v.value for v in values if isinstance(v, cst.Name)]
