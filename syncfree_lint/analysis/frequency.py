@@ -25,7 +25,6 @@ from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.nodes import local_names, walk_code
-from syncfree_lint.analysis.passed_callables import parameter_names
 from syncfree_lint.analysis.options import off_by_default
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -104,8 +103,6 @@ class FrequencyMixin:
         function = self.function
         if holder is None or "." in holder or function is None or any(loop.function is function for loop in self.loops):
             return False
-        if holder in parameter_names(function) and self.lookup(holder) is not None:
-            return False  # every call passes it (`_bincount(x, minlength=n)`): the body does not run for them
         return holder in local_names(function.node)
 
     @staticmethod

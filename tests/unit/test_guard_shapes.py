@@ -150,8 +150,3 @@ def test_an_equality_with_a_rank_is_no_once_test(tmp_path, test: str, reported: 
     findings = lint_files(tmp_path, {"train.py": program})
     assert (("train.py", 10, "SFL101") in findings) is reported, findings
 
-
-def test_a_parameter_every_call_passes_is_no_per_call_memo(tmp_path) -> None:
-    program = _MEMO.replace("{body}", "if max_len is None:\n            max_len = int((src != 0).sum(1).max())")
-    program = program.replace("decode(model, src.cuda())", "decode(model, src.cuda(), max_len=16)")
-    assert not any(f[2] == "SFL105" for f in lint_files(tmp_path, {"decode.py": program}))
