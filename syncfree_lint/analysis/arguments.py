@@ -79,8 +79,9 @@ class ArgumentsMixin:
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
         if not args:
             return
+        constructor = False
         if isinstance(ref, NameRef) and ref.name in self.classes:  # `Trainer(model, loss_fn)`: its `__init__` learns
-            ref = SelfRef(ref.name, "__init__")
+            ref, constructor = SelfRef(ref.name, "__init__"), True  # (and what the call builds: `Trainer(net, Miner())`)
         hook = hook_called(ref)
         if hook is not None:  # `cb.on_batch_end(self, out)`: the project's overrides learn the kinds
             ref = DottedRef(HOOK_KEY + hook, bound=True)
@@ -106,7 +107,7 @@ class ArgumentsMixin:
             value = arg.value
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
             if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
-                kind = self._object_kind(value) or self._objects_kind(value) or kind
+                kind = self._object_kind(value, constructed=constructor) or self._objects_kind(value) or kind
             elif kind == tensors.MODULE:  # a module of a known class: both
                 named = self._object_kind(value)
                 kind = MODULE_OBJECT_KIND_PREFIX + named[len(OBJECT_KIND_PREFIX):] if named else kind
@@ -122,8 +123,9 @@ class ArgumentsMixin:
 
     def _object_kind(self, value: cst.BaseExpression, constructed: bool = False) -> Optional[str]:
         """``train(..., logger)`` with ``logger = RunLogger()``: the parameter holds a RunLogger;
-        with ``constructed``, ``RunLogger(...)`` too (``return RunLogger(...)`` of a factory; an
-        argument built in the call stays unknown, set-up code passes many and a step seldom)."""
+        with ``constructed``, ``RunLogger(...)`` too (``return RunLogger(...)`` of a factory, an argument of a
+        constructor: ``Trainer(net, PairMiner(0.8))`` keeps it; of other calls an argument built in the call stays
+        unknown, set-up code passes many and a step seldom)."""
         cls = self.instance_class(value) or (constructed_class(value, self.classes, self.imports) if constructed else None)
         if cls is None:
             return None

@@ -164,6 +164,8 @@ class BindingsMixin:
                 self._remember_instance(target.value, part)
             elif name is not None and name.startswith("self."):
                 self._remember_attribute_class(name, part)
+                if self.function is not None:  # `self.model, self.decoder = model, decoder`
+                    self.passed_callables.keep(self.function, name, part)
         if len(targets) == 1:
             target_name = dotted(targets[0])
             if target_name is not None and target_name.startswith("self."):

@@ -14,10 +14,13 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.annotations import host_annotation_kind
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
+from syncfree_lint.analysis.calls import CallRef
+from syncfree_lint.analysis.decorators import decorator_wrappers
+from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
 from syncfree_lint.analysis.instances import MODULE_OBJECT_KIND_PREFIX, InstanceTable, annotated_class, class_of_kind
-from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, mark_step
+from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement, mark_step
 from syncfree_lint.knowledge import frequency as facts
 
 
@@ -51,6 +54,12 @@ class DefinitionsMixin:
     _visit: Callable[[cst.CSTNode], None]
     _suite: Callable[[Optional[cst.CSTNode]], None]
     _annotated_kind: Callable[[Optional[cst.Annotation]], Optional[str]]
+    calls: List[CallSite]
+    placement: Callable[[], Placement]
+    returned_functions: Dict[str, str]
+    unknown_imports: Set[str]
+    function_value: Callable[[cst.BaseExpression], Optional[CallRef]]
+    resolve_local: Callable[[CallRef], List[str]]
 
     def _function(self, node: cst.FunctionDef) -> None:
         self.statement = node
@@ -72,6 +81,7 @@ class DefinitionsMixin:
         saved = (self.function, self.loops, self.guard_depth, self.guard_nodes)
         self.function, self.loops, self.guard_depth, self.guard_nodes = frame, [], 0, []
         saved_grad, self.grad_off = self.grad_off, decorated_grad_off(node, self.qualname)
+        self.calls.extend(CallSite(self.placement(), wrapper, node) for wrapper in decorator_wrappers(self, node))  # type: ignore[arg-type]
         env: Dict[str, Optional[str]] = {}
         self._envs.append(env)
         self._kinds.clear()

@@ -71,11 +71,11 @@ def strided_slices(iterable: cst.BaseExpression, body: cst.CSTNode, names: Set[s
 
 
 def _cut_at(value: cst.BaseExpression, counters: Set[str]) -> Optional[str]:
-    """``xs[i:i + n]`` (or ``xs[i:i + n].to(device)``) with ``i`` a counter: the dotted name of
-    ``xs`` ("" when it has none)."""
+    """``xs[i:i + n]`` (or ``xs[i:i + n].to(device)``, ``rays[i:i + n, :2]``) with ``i`` a counter: the dotted name
+    of ``xs`` ("" when it has none)."""
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
         value = value.func.value
-    if not isinstance(value, cst.Subscript) or len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Slice):
+    if not isinstance(value, cst.Subscript) or not value.slice or not isinstance(value.slice[0].slice, cst.Slice):
         return None
     cut = value.slice[0].slice
     if isinstance(cut.lower, cst.Name) and cut.lower.value in counters and isinstance(cut.upper, cst.BinaryOperation) \

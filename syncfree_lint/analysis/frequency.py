@@ -117,9 +117,11 @@ class FrequencyMixin:
         batches = strided_slices(node.iter, node.body, target_names(node.target))
         if not batches and over_range(node.iter):
             return False
-        if not evaluates_items(node.body, set(batches) or target_names(node.target), self._is_model_entry):
+        # each batch moved to the device and worked on (`x = xs[i:i + bs].to(device)` moves the data it cuts)
+        moved = bool(batches) and moves_items(node.body, set(batches) | {data for data in batches.values() if data})
+        if not moved and not evaluates_items(node.body, set(batches) or target_names(node.target), self._is_model_entry):
             return False
-        if batches and moves_items(node.body, set(batches)):
+        if moved:
             for data in set(batches.values()):
                 if data and self.lookup(data) is None:
                     self._bind(data, tensors.HOST_BATCH)  # batched and moved by the loop, as a loader's

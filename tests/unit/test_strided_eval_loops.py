@@ -35,7 +35,8 @@ def test_a_method_of_the_model_evaluates_too(tmp_path) -> None:
 
 
 def test_a_module_method_is_not_an_evaluation(tmp_path) -> None:
-    assert _eval(tmp_path, entry="apply") == []
+    # (data it moves batch by batch would make it one: see the last test)
+    assert _eval(tmp_path, entry="apply", cut="x = xs[i:i + bs]") == []
 
 
 def test_a_count_loop_is_not_an_evaluation(tmp_path) -> None:
@@ -86,3 +87,28 @@ def test_hooks_a_class_removes_elsewhere_run_where_it_is_used(tmp_path) -> None:
                 model(x.to(device))
     """
     assert lint_files(tmp_path, {"detector.py": detector, "train.py": train}) == []
+
+
+def test_a_strided_loop_that_moves_each_batch_evaluates_without_a_model_call(tmp_path) -> None:
+    """`render(rays)` of a function handed in: the loop moves each slice to the device and works on it."""
+    program = """
+        import torch
+
+        @torch.no_grad()
+        def evaluate(render, rays_val, device, chunk=1024):
+            out = []
+            for i in range(0, rays_val.shape[0], chunk):
+                rays = rays_val[i:i + chunk, :2].to(device)
+                out.append(render(rays).cpu())
+            return torch.cat(out)
+
+        @torch.no_grad()
+        def summarize(values, chunk=64):
+            parts = []
+            for i in range(0, len(values), chunk):
+                parts.append(sum(values[i:i + chunk]))
+            return parts
+    """
+    findings = lint_files(tmp_path, {"evaluate.py": program})
+    assert ("evaluate.py", 9, "SFL102") in findings, findings
+    assert not any(f[1] > 10 for f in findings), findings  # no move, no model: not an evaluation loop

@@ -1,0 +1,64 @@
+"""Decorators that wrap a function: ``@timed`` with ``def timed(fn): def wrapper(*a): ...; return wrapper`` makes a
+call of the decorated function run ``wrapper``; so does a decorator factory (``@guard(5.0)``: ``guard`` returns
+``decorate``, which returns ``wrapper``). The decorated function is taken to call the wrapper where it starts, so a
+step that calls it reaches the wrapper's body. The decorator is a function of this file, or another file's whose
+returned function the run has learned (asked for through ``unknown_imports``)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Set
+
+import libcst as cst
+
+from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, returned_nested_function
+
+if TYPE_CHECKING:  # pragma: no cover
+    from syncfree_lint.analysis.scope import FunctionFrame
+
+
+class Walk(Protocol):
+    """What the walk answers here."""
+    functions: Dict[str, "FunctionFrame"]
+    returned_functions: Dict[str, str]
+    unknown_imports: Set[str]
+
+    def function_value(self, expr: cst.BaseExpression) -> Optional[CallRef]: ...
+
+    def resolve_local(self, ref: CallRef) -> List[str]: ...
+
+
+def decorator_wrappers(walk: Walk, node: cst.FunctionDef) -> List[CallRef]:
+    """The wrappers ``node``'s decorators put around it."""
+    out = []
+    for decorator in node.decorators:
+        expr = decorator.decorator
+        decorate = walk.function_value(expr)  # `timed`, or what the factory `guard(5.0)` returns
+        if decorate is None and isinstance(expr, cst.Call):
+            _ask(walk, expr.func)
+        wrapper = _returned(walk, decorate) if decorate is not None else None
+        if wrapper is not None:
+            out.append(wrapper)
+    return out
+
+
+def _returned(walk: Walk, ref: CallRef) -> Optional[CallRef]:
+    """The function ``ref`` returns: a nested function of a function of this file, or what the run learned of
+    another file's."""
+    if isinstance(ref, NameRef):
+        found = walk.resolve_local(ref)
+        frame = walk.functions.get(found[0]) if len(found) == 1 else None
+        nested = returned_nested_function(frame.node) if frame is not None else None
+        return NameRef(nested, found[0]) if nested is not None else None
+    if isinstance(ref, DottedRef) and not ref.bound:
+        returned = walk.returned_functions.get(ref.qualname)
+        if returned is None:
+            walk.unknown_imports.add(ref.qualname)  # the next round learns what it returns
+            return None
+        return DottedRef(returned)
+    return None
+
+
+def _ask(walk: Walk, func: cst.BaseExpression) -> None:
+    """``@guard(5.0)`` of another file's factory not learned yet: ask the run what ``guard`` returns."""
+    ref = walk.function_value(func)
+    if isinstance(ref, DottedRef) and not ref.bound:
+        walk.unknown_imports.add(ref.qualname)
