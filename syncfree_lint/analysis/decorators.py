@@ -5,25 +5,21 @@ step that calls it reaches the wrapper's body. The decorator is a function of th
 returned function the run has learned (asked for through ``unknown_imports``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Set
+from typing import Dict, List, Optional, Protocol, Set
 
 import libcst as cst
 
-from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, returned_nested_function
-
-if TYPE_CHECKING:  # pragma: no cover
-    from syncfree_lint.analysis.scope import FunctionFrame
+from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef
 
 
 class Walk(Protocol):
     """What the walk answers here."""
-    functions: Dict[str, "FunctionFrame"]
     returned_functions: Dict[str, str]
     unknown_imports: Set[str]
 
     def function_value(self, expr: cst.BaseExpression) -> Optional[CallRef]: ...
 
-    def resolve_local(self, ref: CallRef) -> List[str]: ...
+    def _returned_function(self, factory: NameRef) -> Optional[CallRef]: ...
 
 
 def decorator_wrappers(walk: Walk, node: cst.FunctionDef) -> List[CallRef]:
@@ -44,10 +40,7 @@ def _returned(walk: Walk, ref: CallRef) -> Optional[CallRef]:
     """The function ``ref`` returns: a nested function of a function of this file, or what the run learned of
     another file's."""
     if isinstance(ref, NameRef):
-        found = walk.resolve_local(ref)
-        frame = walk.functions.get(found[0]) if len(found) == 1 else None
-        nested = returned_nested_function(frame.node) if frame is not None else None
-        return NameRef(nested, found[0]) if nested is not None else None
+        return walk._returned_function(ref)
     if isinstance(ref, DottedRef) and not ref.bound:
         returned = walk.returned_functions.get(ref.qualname)
         if returned is None:

@@ -14,7 +14,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.annotations import host_annotation_kind
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
-from syncfree_lint.analysis.calls import CallRef
+from syncfree_lint.analysis.calls import CallRef, NameRef
 from syncfree_lint.analysis.decorators import decorator_wrappers
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.imports import ImportMap
@@ -59,7 +59,7 @@ class DefinitionsMixin:
     returned_functions: Dict[str, str]
     unknown_imports: Set[str]
     function_value: Callable[[cst.BaseExpression], Optional[CallRef]]
-    resolve_local: Callable[[CallRef], List[str]]
+    _returned_function: Callable[[NameRef], Optional[CallRef]]
 
     def _function(self, node: cst.FunctionDef) -> None:
         self.statement = node

@@ -23,9 +23,7 @@ def has_modulo(expr: cst.BaseExpression) -> bool:
     while stack:
         node = stack.pop()
         if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Modulo) and not isinstance(
-                node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-            ):
+            if _is_modulo(node):
                 return True
             stack.extend((node.left, node.right))
         elif isinstance(node, cst.Comparison):
