@@ -167,6 +167,9 @@ class ArgumentsMixin:
                     given.setdefault(name, positional[index])
             for name in names + _keyword_only_names(frame):
                 passed.setdefault((qualname, name), []).append(given.get(name, _MISSING))
+            collected = _keywords_collected(frame, given, names)
+            if collected is not None:  # `def update(self, **metrics)` called as `update(loss=loss.detach())`
+                passed.setdefault((qualname, collected[0]), []).append(collected[1])
         seeds: Seeds = {}
         for (qualname, name), kinds in passed.items():
             if any(k not in (_MISSING, _LITERAL_FALSE) for k in kinds) and _defaults_to_false(self.functions[qualname], name):
@@ -216,6 +219,19 @@ def _positional_names(frame: "FunctionFrame", self_given: Optional[str], ctx: bo
         if self_given == "bound":
             names = names[1:]
     return names
+
+
+def _keywords_collected(frame: "FunctionFrame", given: Dict[str, Optional[str]],
+                        names: List[str]) -> Optional[Tuple[str, Optional[str]]]:
+    """(the ``**`` parameter, the kind of the dict it collects) for one call: a dict of device tensors
+    when some keyword it collects is one (the others may be numbers: formatting its values still
+    reads the tensors), else unknown."""
+    node = frame.node
+    if not isinstance(node, cst.FunctionDef) or not isinstance(node.params.star_kwarg, cst.Param):
+        return None
+    named = set(names) | set(_keyword_only_names(frame))
+    extra = [kind for name, kind in given.items() if name not in named]
+    return node.params.star_kwarg.name.value, tensors.TENSORS if any(k in tensors.DEVICE_TENSORS for k in extra) else None
 
 
 def _keyword_only_names(frame: "FunctionFrame") -> List[str]:

@@ -60,6 +60,7 @@ class DefinitionsMixin:
     unknown_imports: Set[str]
     function_value: Callable[[cst.BaseExpression], Optional[CallRef]]
     _returned_function: Callable[[NameRef], Optional[CallRef]]
+    _ref_return_kind: Callable[[CallRef], Optional[str]]
 
     def _function(self, node: cst.FunctionDef) -> None:
         self.statement = node
@@ -81,7 +82,8 @@ class DefinitionsMixin:
         saved = (self.function, self.loops, self.guard_depth, self.guard_nodes)
         self.function, self.loops, self.guard_depth, self.guard_nodes = frame, [], 0, []
         saved_grad, self.grad_off = self.grad_off, decorated_grad_off(node, self.qualname)
-        self.calls.extend(CallSite(self.placement(), wrapper, node) for wrapper in decorator_wrappers(self, node))  # type: ignore[arg-type]
+        wrappers = decorator_wrappers(self, node)  # type: ignore[arg-type]
+        self.calls.extend(CallSite(self.placement(), wrapper, node) for wrapper in wrappers)
         env: Dict[str, Optional[str]] = {}
         self._envs.append(env)
         self._kinds.clear()
@@ -127,6 +129,9 @@ class DefinitionsMixin:
             self.returns[qualname] = tensors.TENSOR
         elif len(kinds - {None}) == 1 and tensors.tuple_elements(next(iter(kinds - {None}))) is not None:
             self.returns[qualname] = next(iter(kinds - {None}))  # a tuple, or None on some paths
+        wrapped = self._ref_return_kind(wrappers[0]) if wrappers else None
+        if wrapped is not None:  # a call runs the outermost wrapper: `@guard(5.0)` returning the norm it checked
+            self.returns[qualname] = wrapped
 
     @staticmethod
     def _params(params: cst.Parameters) -> List[cst.Param]:

@@ -14,7 +14,8 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.scope import (
-    FunctionFrame, LoopFrame, Placement, acts_in_environment, contains_step_marker, mark_step, moves_items, target_names,
+    FunctionFrame, LoopFrame, Placement, acts_in_environment, builds_from_items, contains_step_marker, mark_step,
+    moves_items, target_names,
 )
 from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, strided_slices
 from syncfree_lint.analysis.guards import (
@@ -118,7 +119,8 @@ class FrequencyMixin:
         if not batches and over_range(node.iter):
             return False
         # each batch moved to the device and worked on (`x = xs[i:i + bs].to(device)` moves the data it cuts)
-        moved = bool(batches) and moves_items(node.body, set(batches) | {data for data in batches.values() if data})
+        cut = set(batches) | {data for data in batches.values() if data}
+        moved = bool(batches) and (moves_items(node.body, cut) or builds_from_items(node.body, cut))
         if not moved and not evaluates_items(node.body, set(batches) or target_names(node.target), self._is_model_entry):
             return False
         if moved:

@@ -79,6 +79,22 @@ def _ast_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _ast_statements(getattr(statement, "orelse", ()))
 
 
+def _one_line(text: str) -> bool:
+    """Text whose position can be found by search: a line break's text depends on the block's indentation."""
+    return bool(text) and "\n" not in text and "\r" not in text
+
+
+def _holds(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """``node`` is ``statement`` or inside it (by identity)."""
+    stack = [statement]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(current.children)
+    return False
+
+
 def _is_name_char(char: str) -> bool:
     return bool(char) and (char.isalnum() or char == "_")
 
@@ -148,17 +164,10 @@ class PositionFinder:
         return self.position(statement, statement)[0]
 
     def _position(self, statement: Optional[cst.CSTNode], node: cst.CSTNode) -> Position:
-        mapped = self._statement_map().get(id(statement)) if statement is not None else None
-        if mapped is None:
+        span = self._span(statement) if statement is not None else None
+        if span is None:
             return self._provider_position(node)
-        start_line, start_col = mapped.lineno, mapped.col_offset
-        for decorator in getattr(mapped, "decorator_list", ()):
-            if decorator.lineno < start_line:
-                start_line, start_col = decorator.lineno, 0
-        start = self._offset(start_line, start_col)
-        end = self._offset(mapped.end_lineno or start_line, mapped.end_col_offset or 0)
-        if end <= start:
-            end = len(self.source)
+        start, end = span
         text = self.module.code_for_node(node)
         key = (id(statement), text)
         nth = self._seen.get(key, 0)
@@ -192,9 +201,61 @@ class PositionFinder:
                 return found
             start = found + 1
 
-    def exact(self, node: cst.CSTNode) -> Position:
-        """The exact position from libcst's own code generation: slower, used for fix edits."""
-        return self._provider_position(node)
+    def exact(self, node: cst.CSTNode, statement: Optional[cst.CSTNode] = None) -> Position:
+        """The exact position, for fix edits. Without generating the file's code when it can be
+        proven: a statement's own text where ``ast`` says it starts, or a node's one-line text
+        found exactly once inside the statement that holds it (so that occurrence is the node);
+        else from libcst's code generation of the whole file (exact always, and slow).
+        ``statement``: a statement that may hold ``node``, checked."""
+        found = self._statement_position(node)
+        if found is None and statement is not None and statement is not node and _holds(statement, node):
+            found = self._unique_in(node, statement)
+        return found if found is not None else self._provider_position(node)
+
+    def _statement_position(self, node: cst.CSTNode) -> Optional[Position]:
+        """A small statement's range (libcst's: without its ``;``), or a simple line's, from
+        ``ast``'s start and the statement's own one-line text."""
+        if isinstance(node, cst.SimpleStatementLine) and node.body:
+            first = self._statement_position(node.body[0])
+            last = self._statement_position(node.body[-1]) if first is not None else None
+            return None if first is None or last is None else (first[0], first[1], last[2], last[3])
+        span = self._span(node)
+        if span is None or isinstance(getattr(node, "semicolon", None), cst.Semicolon):
+            return None
+        text = self.module.code_for_node(node)
+        if not _one_line(text) or not self.source.startswith(text, span[0]):
+            return None
+        line, col = self._line_col(span[0])
+        return line, col, line, col + len(text)
+
+    def _unique_in(self, node: cst.CSTNode, statement: cst.CSTNode) -> Optional[Position]:
+        span = self._span(statement)
+        if span is None and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            span = self._span(statement.body[0])
+        if span is None:
+            return None
+        start, end = span
+        text = self.module.code_for_node(node)
+        if not _one_line(text):
+            return None
+        at = self.source.find(text, start, end)
+        if at < 0 or self.source.find(text, at + 1, end) >= 0:
+            return None
+        line, col = self._line_col(at)
+        return line, col, line, col + len(text)
+
+    def _span(self, statement: cst.CSTNode) -> Optional[Tuple[int, int]]:
+        """Character offsets [start, end) of a statement, decorators included, from ``ast``."""
+        mapped = self._statement_map().get(id(statement))
+        if mapped is None:
+            return None
+        start_line, start_col = mapped.lineno, mapped.col_offset
+        for decorator in getattr(mapped, "decorator_list", ()):
+            if decorator.lineno < start_line:
+                start_line, start_col = decorator.lineno, 0
+        start = self._offset(start_line, start_col)
+        end = self._offset(mapped.end_lineno or start_line, mapped.end_col_offset or 0)
+        return (start, end) if end > start else (start, len(self.source))
 
     def _provider_position(self, node: cst.CSTNode) -> Position:
         if self._fallback is None:

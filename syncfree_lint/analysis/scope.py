@@ -13,9 +13,10 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.nodes import code_children
+from syncfree_lint.analysis.nodes import code_children, walk_code
 from syncfree_lint.knowledge import frequency as facts
 from syncfree_lint.knowledge import torch_api
+from syncfree_lint.knowledge.dtypes import HOST_DATA_CONSTRUCTORS
 
 STEP = "<step>"  # the owner of code that runs once per step by its own position
 
@@ -266,6 +267,25 @@ def moves_items(body: cst.CSTNode, names: Set[str]) -> bool:
         ):
             return True
     return False
+
+
+def builds_from_items(body: cst.CSTNode, names: Set[str]) -> bool:
+    """Does a loop body build a device tensor from the loop's items (``torch.tensor([vocab[w] for w in
+    words], device=dev)``): a tensor factory given ``device=`` whose data is an item, a part of one, or a
+    comprehension over one? The items' data goes to the device each iteration, as ``.to()`` sends it."""
+    return any(isinstance(node, cst.Call) and _built_on_device_from(node, names) for node in walk_code(body))
+
+
+def _built_on_device_from(call: cst.Call, names: Set[str]) -> bool:
+    func = call.func
+    called = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    if called not in HOST_DATA_CONSTRUCTORS or not call.args or call.args[0].keyword is not None or call.args[0].star or not any(
+            arg.keyword is not None and arg.keyword.value == "device" for arg in call.args):
+        return False
+    data = call.args[0].value
+    if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
+        data = data.for_in.iter
+    return _root_name(data) in names
 
 
 def iterated(iterable: cst.BaseExpression) -> cst.BaseExpression:

@@ -269,18 +269,19 @@ def _fix(finding: Finding, finder: PositionFinder, newline: str, wanted: Set[str
         wanted.update(parts.wants)
         return None, parts.reason
     if isinstance(parts, Suggested):
-        return Fix(parts.title, "display", tuple(e for p in parts.parts for e in _edits_for(p, finder, newline))), \
+        return Fix(parts.title, "display", tuple(e for p in parts.parts for e in _edits_for(p, finder, newline, finding.statement))), \
             parts.reason
     if not parts:
         return None, None
-    edits = tuple(edit for part in parts for edit in _edits_for(part, finder, newline))
+    edits = tuple(edit for part in parts for edit in _edits_for(part, finder, newline, finding.statement))
     return Fix(plan.title, plan.applicability, edits), None
 
 
-def _edits_for(part: Any, finder: PositionFinder, newline: str) -> Tuple[Edit, ...]:
-    """Text edits at exact positions (libcst's own), never found by searching the text."""
+def _edits_for(part: Any, finder: PositionFinder, newline: str, statement: Optional[cst.CSTNode]) -> Tuple[Edit, ...]:
+    """Text edits at exact positions (``PositionFinder.exact``); ``statement``: the finding's, which
+    may hold a replaced node whose part names no statement."""
     if isinstance(part, Replace):
-        line, col, end_line, end_col = finder.exact(part.node)
+        line, col, end_line, end_col = finder.exact(part.node, part.statement or statement)
         return (Edit((line, col - 1), (end_line, end_col - 1), part.text),)
     if isinstance(part, Guard):  # the statement's lines, continuation lines too, one level deeper
         line, col, end_line, _ = finder.exact(part.statement)

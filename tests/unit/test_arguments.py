@@ -55,6 +55,10 @@ def seeds_of(source: str) -> Seeds:
     ("def g(b):\n    pass\ndef f(a):\n    g(a)\nf(x)\n", {"f": {"a": T.TENSOR}}),
     # seeds are computed whatever the annotation; the walk prefers an annotation that names a kind
     ("def f(a: int):\n    pass\nf(x)\n", {"f": {"a": T.TENSOR}}),
+    # a `**` parameter collects the keywords no other parameter takes: a dict of device tensors when one is
+    ("def f(a, **kw):\n    pass\nf(x, loss=x, lr=0.1)\n", {"f": {"a": T.TENSOR, "kw": T.TENSORS}}),
+    ("def f(a, **kw):\n    pass\nf(a=x, lr=0.1)\n", {"f": {"a": T.TENSOR}}),
+    ("def f(a, *, b, **kw):\n    pass\nf(n, b=x)\n", {"f": {"a": T.NUMPY, "b": T.TENSOR}}),
 ])
 def test_parameter_seeds(source: str, expected: Dict[str, Dict[str, str]]) -> None:
     assert {q: k for q, k in seeds_of(source).items() if k} == expected
@@ -84,6 +88,12 @@ STEP = (
 ])
 def test_a_helper_reports_what_the_step_passes_it(arg: str, expected: list) -> None:
     assert _findings(STEP.replace("{arg}", arg)) == expected
+
+
+def test_values_a_helper_collects_by_keyword_are_formatted_tensors() -> None:
+    source = STEP.replace("def show(v):\n    print(f'{v:.3f}')", "def show(**metrics):\n    print(' '.join(f'{k}={v:.3f}' for k, v in metrics.items()))")
+    assert _findings(source.replace("{arg}", "loss=loss, lr=0.1")) == [("SFL107", 3)]
+    assert _findings(source.replace("{arg}", "loss=loss.item(), lr=0.1")) == [("SFL101", 9)]
 
 
 def test_a_number_annotation_does_not_hide_the_tensor_passed() -> None:

@@ -112,3 +112,25 @@ def test_a_strided_loop_that_moves_each_batch_evaluates_without_a_model_call(tmp
     findings = lint_files(tmp_path, {"evaluate.py": program})
     assert ("evaluate.py", 9, "SFL102") in findings, findings
     assert not any(f[1] > 10 for f in findings), findings  # no move, no model: not an evaluation loop
+
+
+def test_a_strided_loop_that_builds_device_tensors_from_each_batch_evaluates(tmp_path) -> None:
+    """`torch.tensor([vocab[w] for w in words], device=...)` sends each cut of host data to the device, as `.to()` would;
+    built without `device=` it stays on the host and the loop is not an evaluation."""
+    program = """
+        import torch
+
+        @torch.no_grad()
+        def neighbours(emb, words, vocab, k=5, bs=8):
+            found = []
+            for i in range(0, len(words), bs):
+                batch = words[i:i + bs]
+                q = torch.tensor([vocab[w] for w in batch]{device})
+                top = (emb[q] @ emb.t()).topk(k, dim=1)
+                found.append(top.indices.cpu())
+            return found
+    """
+    on_device = lint_files(tmp_path, {"neighbours.py": program.replace("{device}", ", device=emb.device")})
+    assert {("neighbours.py", 9, "SFL401"), ("neighbours.py", 11, "SFL102")} <= set(on_device), on_device
+    (tmp_path / "host").mkdir()
+    assert lint_files(tmp_path / "host", {"neighbours.py": program.replace("{device}", "")}) == []
