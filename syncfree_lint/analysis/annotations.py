@@ -2,18 +2,21 @@
 parameter's name suggests (``batch_sizes_per_gpu: Sequence[int]`` of a step function). It does not say more: a
 parameter's kind is what its callers pass (annotations are not enforced: ``def show(v: float)`` is often handed a
 loss), and ``max_len: Optional[int] = None`` is often filled by the function itself (``if max_len is None: max_len =
-lens.max()``). (``x: torch.Tensor`` is read by ``BindingsMixin._annotated_kind``, which needs the imports.)"""
+lens.max()``). ``x: torch.Tensor`` and containers of it do say: a tensor (``tensor_annotation_kind``)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
-from syncfree_lint.analysis.kinds import NUMBER, OTHER
+from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.kinds import NUMBER, OTHER, TENSOR, TENSORS
 
 #: annotations of Python values that are never tensors (``n: int``, ``sizes: Sequence[int]``)
 _HOST_SCALARS = {"int": NUMBER, "float": NUMBER, "bool": NUMBER, "str": OTHER, "bytes": OTHER}
 _HOST_CONTAINERS = frozenset({"list", "tuple", "sequence", "set", "frozenset", "iterable", "optional"})
+#: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
+_TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
 
 
 def host_annotation_kind(node: cst.BaseExpression) -> Optional[str]:
@@ -38,3 +41,26 @@ def host_annotation_kind(node: cst.BaseExpression) -> Optional[str]:
         return OTHER
     return None
 
+
+
+def tensor_annotation_kind(node: cst.BaseExpression, qualname: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
+    """``torch.Tensor`` (also ``Optional[...]``, ``... | None``) -> TENSOR; ``Dict[str, Tensor]``, ``List[Tensor]``,
+    ``Tuple[Tensor, ...]`` -> TENSORS. ``qualname``: the imported name an expression stands for."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        if (qualname(node.value) or "").rsplit(".", 1)[-1] == "Optional":
+            node = node.slice[0].slice.value
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        if isinstance(node.right, cst.Name) and node.right.value == "None":
+            node = node.left  # torch.Tensor | None
+    if isinstance(node, (cst.Name, cst.Attribute)) and qualname(node) == "torch.Tensor":
+        return TENSOR
+    if isinstance(node, cst.Subscript) and node.slice:
+        container = (qualname(node.value) or dotted(node.value) or "").rsplit(".", 1)[-1].lower()
+        last = node.slice[-1].slice
+        element = last.value if isinstance(last, cst.Index) else None
+        if container in _TENSOR_CONTAINERS and element is not None:
+            if isinstance(element, cst.Ellipsis) and len(node.slice) == 2:
+                element = node.slice[0].slice.value if isinstance(node.slice[0].slice, cst.Index) else None
+            if element is not None and tensor_annotation_kind(element, qualname) == TENSOR:
+                return TENSORS
+    return None

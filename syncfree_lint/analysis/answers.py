@@ -12,7 +12,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
 from syncfree_lint.analysis.filefacts import ExternalKinds, Finding
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import ClassRef, InstanceTable
+from syncfree_lint.analysis.instances import ClassRef, InstanceTable, class_of_elements
 from syncfree_lint.analysis.metric_sites import MetricSite
 from syncfree_lint.analysis.model import Keyed
 from syncfree_lint.analysis.scope import (
@@ -78,6 +78,8 @@ class AnswersMixin:
         ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
         if isinstance(expr, cst.Name):
             return self.instances.lookup(".".join(self._prefix), expr.value)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):  # `meters["loss"]` of `{k: Meter() ...}`
+            return class_of_elements(self.kind(expr.value))
         name = dotted(expr) if isinstance(expr, cst.Attribute) else None
         if name is not None and name.startswith("self.") and self.class_frame is not None:
             found = self.class_frame.attr_classes.get(name)

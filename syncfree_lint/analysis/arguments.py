@@ -134,11 +134,19 @@ class ArgumentsMixin:
         return object_kind(cls.name)
 
     def _objects_kind(self, value: cst.BaseExpression) -> Optional[str]:
-        """``train(..., hooks=[monitor])`` / ``[JsonlLogger(fh)]``: a list of instances of one class."""
-        if not isinstance(value, (cst.List, cst.Tuple)) or not value.elements \
-                or any(isinstance(element, cst.StarredElement) for element in value.elements):
+        """``train(..., hooks=[monitor])`` / ``[JsonlLogger(fh)]``: a list of instances of one class; a dict of them
+        (``{k: Meter() for k in names}``) too, for its values."""
+        if isinstance(value, cst.DictComp):
+            items = [value.value]
+        elif isinstance(value, cst.Dict) and all(isinstance(element, cst.DictElement) for element in value.elements):
+            items = [element.value for element in value.elements]
+        elif isinstance(value, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            items = [element.value for element in value.elements]
+        else:
             return None
-        kinds = {self._object_kind(element.value, constructed=True) for element in value.elements}
+        if not items:
+            return None
+        kinds = {self._object_kind(item, constructed=True) for item in items}
         kind = kinds.pop() if len(kinds) == 1 else None
         cls = class_of_kind(kind)
         return objects_kind(cls.name) if cls is not None else None

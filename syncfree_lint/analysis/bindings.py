@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.annotations import tensor_annotation_kind
 from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.nodes import constant_items
+from syncfree_lint.analysis.nodes import constant_items, listed_name
 from syncfree_lint.analysis.instances import (
     InstanceTable,
     ScopedNames,
@@ -44,10 +45,8 @@ OFF_BY_DEFAULT = " off"
 #: suffix of a key recording what calling a name bound to a lambda returns (``f = lambda m: -10 * torch.log10(m)``)
 CALL_RESULT = " ()"
 #: suffix of a key recording that a name is a list the code appends device tensors to (``history.append(idx)``):
-#: a loop over it gives device tensors (a dict of them would give its keys, so ``TENSORS`` alone does not say)
+#: a loop over it gives its elements' kind, device tensors or dicts of them (``TENSORS`` alone does not say: a dict gives keys)
 LIST_OF_TENSORS = " [t]"
-#: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
-_TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
 
 
 class BindingsMixin:
@@ -148,8 +147,9 @@ class BindingsMixin:
             # the parts of a batch are where the batch is (`x, y, idx = next(host_batches)`)
             element_kind = tensors.TENSOR if kind == tensors.TENSORS else \
                 kind if kind in tensors.DEVICE_TENSORS or kind in (tensors.NUMPY, tensors.HOST_BATCH) else None
-            for element in target.elements:
-                self._bind_target(element.value, element_kind)
+            for element in target.elements:  # `x, (h, w) = self.embed(x)`: a nested pattern unpacks a structure, not a tensor
+                nested = isinstance(element.value, (cst.Tuple, cst.List)) and element_kind in (tensors.TENSOR, tensors.MASK)
+                self._bind_target(element.value, None if nested else element_kind)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None)
 
@@ -262,6 +262,8 @@ class BindingsMixin:
             return [self.kind(el.value) for el in value.elements]
         if isinstance(value, cst.Attribute) and value.attr.value == "shape":
             return [tensors.NUMBER] * count  # `b, n, _ = x.shape`: Python ints
+        if isinstance(value, (cst.GeneratorExp, cst.ListComp)) and self.element_kind(value) in tensors.DEVICE_TENSORS:
+            return [self.element_kind(value)] * count  # `src, tgt = (batch[k].to(dev) for k in ("src", "tgt"))`
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in ("prepare", "setup") and len(value.args) == count:
                 # a prepared loader yields batches already on the device
@@ -361,11 +363,10 @@ class BindingsMixin:
         if isinstance(iterable, (cst.Name, cst.Attribute)) and isinstance(target, cst.Name) and self.function is not None:
             self.passed_callables.loop_over(self.function, target.value, dotted(iterable) or "")
         self._loop_callables(target, iterable)
-        listed = iterable.args[0].value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
-            and iterable.func.value == "reversed" and len(iterable.args) == 1 else iterable
-        listed = listed.value if isinstance(listed, cst.Subscript) and isinstance(listed.slice[0].slice, cst.Slice) else listed
-        if isinstance(listed, cst.Name) and self.lookup(listed.value + LIST_OF_TENSORS) == tensors.TENSOR:
-            self._bind_target(target, tensors.TENSOR)  # `for h in reversed(history[:n])` of appended device tensors
+        listed = listed_name(iterable)
+        appended = self.lookup(listed + LIST_OF_TENSORS) if listed is not None else None
+        if appended is not None:  # `for h in reversed(history[:n])` of appended device tensors (or dicts of them)
+            self._bind_target(target, appended)
             return
         items = class_of_elements(self.kind(iterable))
         if items is not None and isinstance(target, cst.Name):
@@ -427,28 +428,8 @@ class BindingsMixin:
             self._bind_target(target, kind)
 
     def _annotated_kind(self, annotation: Optional[cst.Annotation]) -> Optional[str]:
-        """``x: torch.Tensor`` / ``Optional[torch.Tensor]``: the author says it is a tensor."""
-        if annotation is None:
-            return None
-        node = annotation.annotation
-        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            if (self.qualname(node.value) or "").rsplit(".", 1)[-1] == "Optional":
-                node = node.slice[0].slice.value
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-            if isinstance(node.right, cst.Name) and node.right.value == "None":
-                node = node.left  # torch.Tensor | None
-        if isinstance(node, (cst.Name, cst.Attribute)) and self.qualname(node) == "torch.Tensor":
-            return tensors.TENSOR
-        if isinstance(node, cst.Subscript) and node.slice:  # Dict[str, Tensor], List[Tensor], Tuple[Tensor, ...]
-            container = (self.qualname(node.value) or dotted(node.value) or "").rsplit(".", 1)[-1].lower()
-            last = node.slice[-1].slice
-            element = last.value if isinstance(last, cst.Index) else None
-            if container in _TENSOR_CONTAINERS and element is not None:
-                if isinstance(element, cst.Ellipsis) and len(node.slice) == 2:
-                    element = node.slice[0].slice.value if isinstance(node.slice[0].slice, cst.Index) else None
-                if element is not None and self._annotated_kind(cst.Annotation(element)) == tensors.TENSOR:
-                    return tensors.TENSORS
-        return None
+        """``x: torch.Tensor`` / ``Optional[torch.Tensor]``: the author says it is a tensor (``annotations``)."""
+        return tensor_annotation_kind(annotation.annotation, self.qualname) if annotation is not None else None
 
     def _mark_store(self, target: cst.CSTNode) -> None:
         if isinstance(target, (cst.Subscript, cst.Name, cst.Attribute)):
@@ -480,10 +461,11 @@ class BindingsMixin:
             if attr == "register_buffer":
                 self._learn_buffer(func.value, node)
             elif attr == "append" and len(node.args) == 1 and isinstance(func.value, cst.Name) \
-                    and self.kind(node.args[0].value) in tensors.DEVICE_TENSORS \
+                    and self.kind(node.args[0].value) in tensors.DEVICE_TENSORS | {tensors.TENSORS} \
                     and self.lookup(func.value.value) in (None, tensors.OTHER):
-                self._bind(func.value.value, tensors.TENSORS)  # `res.append(correct_k.mul_(100 / n))`: a list of device tensors
-                self._envs[-1][func.value.value + LIST_OF_TENSORS] = tensors.TENSOR
+                element = tensors.TENSOR if self.kind(node.args[0].value) in tensors.DEVICE_TENSORS else tensors.TENSORS
+                self._bind(func.value.value, tensors.TENSORS)  # `res.append(acc.mul_(100))`, `micro.append({k: v.cuda() ...})`
+                self._envs[-1][func.value.value + LIST_OF_TENSORS] = element
         if qual is not None and qual.startswith("torch.distributed.") and node.args:
             if qual.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "broadcast", "all_gather_into_tensor"):
                 self._evidence(node.args[0].value, tensors.TENSOR)

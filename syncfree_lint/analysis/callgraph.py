@@ -266,6 +266,10 @@ def namespace_prefixes(root: str, depth: int = 2) -> List[str]:
     return [".".join(parts[-k:]) for k in range(1, min(depth, len(parts)) + 1)]
 
 
+#: a call of an instance; a class that does not define ``__call__`` (nor a base in the project) but ``forward`` is a module
+_CALL = ".__call__"
+
+
 def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) -> List[str]:
     """Function ids for an imported dotted name; those of the importer's root, else of the roots
     nearest to it. A method the named class
@@ -277,6 +281,9 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
     if name.startswith(METHOD_KEY):  # a method by its name on an object of unknown class (``calls.by_method_name``)
         return _only_method(index, name[len(METHOD_KEY):], importer_root)
     candidates = index.get(name)
+    if not candidates and depth == 0 and name.endswith(_CALL):  # an `nn.Module` called runs its `forward`
+        return lookup(index, name[: -len(_CALL)] + ".__call__", importer_root, 1) \
+            or lookup(index, name[: -len(_CALL)] + ".forward", importer_root)
     if not candidates:
         owner, dot, method = name.rpartition(".")
         bases = index.get(CLASS_KEY + owner) if dot and depth < _MAX_INHERITANCE else None

@@ -162,6 +162,9 @@ class CallsMixin:
                 elif self.function is not None and func.value.value in parameter_names(self.function):
                     # `evaluator.update(x)` on a parameter: the class a caller passes is worth learning
                     self.unknown_reads.add((self.function.qualname, func.value.value))
+            element = self.instance_class(func.value) if isinstance(func.value, cst.Subscript) else None
+            if element is not None:  # `meters["loss"].update(x)` on `meters = {k: Meter() for k in names}`
+                return method_ref(element, func.attr.value)
             text = dotted(func)
             if text is None:  # `clients[i].local_train()`, `make()().run()`
                 return self._unknown_receiver(func, None)
@@ -442,6 +445,8 @@ class CallsMixin:
                 key = f"{sub}.{ref.method}"
                 if key in self.functions and key not in found:
                     found.append(key)
+            if not found and ref.method == "__call__":  # an `nn.Module` called runs its `forward`
+                return self.resolve_local(SelfRef(ref.class_qualname, "forward"))
             return found
         return []
 

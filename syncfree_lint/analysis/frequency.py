@@ -281,8 +281,9 @@ class FrequencyMixin:
             for loop, ref in self._loop_calls:
                 if loop.is_step or not self.uses_accelerator:
                     continue
+                called = getattr(ref, "method", None) == "__call__"  # a module called runs `forward`: it steps nothing
                 for target in self.resolve_local(ref):
-                    if target in self._marker_functions or self.functions[target].is_step:
+                    if target in self._marker_functions or (self.functions[target].is_step and not called):
                         mark_step(loop, f"calls {target.rsplit('.', 1)[-1]}(), which steps")
                         changed = self.has_steps = True
                         if loop.function is not None:

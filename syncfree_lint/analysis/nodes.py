@@ -143,3 +143,13 @@ def local_names(function: cst.CSTNode) -> FrozenSet[str]:
                     elements.append(element.value)
         stack.extend(code_children(node))
     return frozenset(names - declared)
+
+
+def listed_name(iterable: cst.BaseExpression) -> Optional[str]:
+    """The name of the list a loop goes over, also reversed or cut (``reversed(history[:n])``: ``history``)."""
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "reversed" \
+            and len(iterable.args) == 1:
+        iterable = iterable.args[0].value
+    if isinstance(iterable, cst.Subscript) and isinstance(iterable.slice[0].slice, cst.Slice):
+        iterable = iterable.value
+    return iterable.value if isinstance(iterable, cst.Name) else None

@@ -103,11 +103,14 @@ class ObjectsMixin:
 
     def _instance_call_kind(self, name: str) -> Optional[str]:
         """``out = miner(emb, labels)`` with ``miner = BatchHardTriplet(m)``: what its ``__call__``
-        returns (a model's call is a tensor already: ``analysis.tensors``)."""
+        returns; a model's call is a tensor already (``analysis.tensors``), or the tuple its ``forward``
+        returns (``logits, mask = tagger(tokens, lengths)``)."""
         cls = self.instances.lookup(".".join(self._prefix), name)
-        if cls is None or self.lookup(name) == tensors.MODULE or (cls.local and cls.name in self.classes
-                                                                  and self.classes[cls.name].is_module):
+        if cls is None:
             return None
+        if self.lookup(name) == tensors.MODULE or (cls.local and cls.name in self.classes and self.classes[cls.name].is_module):
+            returned = self._ref_return_kind(method_ref(cls, "forward"), True)
+            return returned if returned is not None and tensors.tuple_elements(returned) is not None else None
         return self._ref_return_kind(method_ref(cls, "__call__"), True)
 
     def _callable_elements(self, value: cst.BaseExpression) -> Tuple["CallRef", ...]:

@@ -342,3 +342,48 @@ def test_a_list_of_instances_bound_to_a_name_calls_their_class(tmp_path) -> None
             train_epoch(model, opt, loader, callbacks)
     """
     assert _lint(tmp_path, {"train.py": train}) == [("train.py", 5, "SFL107")]
+
+
+_METERS_IN_A_DICT = """
+    import torch
+
+    class Meter:
+        def __init__(self):
+            self.sum = 0.0
+
+        def update(self, val, n=1):
+            self.sum += float(val) * n
+
+    def train(model, loader, opt, device):
+        meters = {meters_value}
+        for batch in loader:
+            src, tgt = {unpacked}
+            logits = model(src)
+            loss = logits.sum()
+            loss.backward()
+            opt.step()
+            hits = (logits.argmax(-1) == tgt)[tgt.ne(0)]
+            meters["loss"].update(loss.detach())
+"""
+
+
+def test_a_dict_of_instances_runs_their_class_methods(tmp_path) -> None:
+    """`meters["loss"].update(x)` on `meters = {k: Meter() for k in ...}` (or a dict literal of them) runs
+    `Meter.update`; a dict of something else runs nothing by that path."""
+    unpacked = 'batch["src"].to(device), batch["tgt"].to(device)'
+    for value, expected in (('{k: Meter() for k in ("loss", "acc")}', True), ('{"loss": Meter(), "acc": Meter()}', True),
+                            ('{k: [] for k in ("loss", "acc")}', False)):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        program = _METERS_IN_A_DICT.replace("{meters_value}", value).replace("{unpacked}", unpacked)
+        assert (("train.py", 9, "SFL105") in lint_files(folder, {"train.py": program})) == expected, value
+
+
+def test_names_unpacked_from_a_generator_take_its_element_kind(tmp_path) -> None:
+    """`src, tgt = (batch[k].to(device) for k in ("src", "tgt"))`: both are device tensors."""
+    program = _METERS_IN_A_DICT.replace("{meters_value}", "{}").replace(
+        "{unpacked}", '(batch[k].to(device) for k in ("src", "tgt"))')
+    assert ("train.py", 19, "SFL202") in lint_files(tmp_path, {"train.py": program})
+    (tmp_path / "unknown").mkdir()  # items of unknown kind bind nothing
+    unknown = program.replace("(batch[k].to(device) for k", "(opt.defaults[k] for k")
+    assert not any(f[2] == "SFL202" for f in lint_files(tmp_path / "unknown", {"train.py": unknown}))

@@ -340,3 +340,28 @@ def test_a_list_of_appended_device_tensors_gives_them_back_in_a_loop(tmp_path) -
                                    "            for name in parts:\n"
                                    "                print(f'{name}')")
     assert lint_files(tmp_path / "dict", {"train.py": keys}) == []
+
+
+def test_a_list_of_appended_device_dicts_gives_them_back_in_a_loop(tmp_path) -> None:
+    """Micro-batches kept for gradient accumulation: `micro.append({k: v.to(device) ...})`, then `for mb in micro`."""
+    program = """
+        import torch
+
+        def train(model, loader, optimizer, device, accum=4):
+            micro = []
+            for batch in loader:
+                micro.append({k: v.to(device) for k, v in batch.items()})
+                if len(micro) < accum:
+                    continue
+                tokens = sum((mb["labels"] != -100).sum() for mb in micro)
+                for mb in micro:
+                    (model(mb["input_ids"]).sum() / tokens).backward()
+                optimizer.step()
+                micro = []
+                print(int(tokens))
+    """
+    found = lint_files(tmp_path, {"train.py": program})
+    assert ("train.py", 15, "SFL105") in found, found
+    (tmp_path / "host").mkdir()  # kept on the host: nothing read back
+    host = program.replace("{k: v.to(device) for k, v in batch.items()}", "dict(batch)")
+    assert lint_files(tmp_path / "host", {"train.py": host}) == []
