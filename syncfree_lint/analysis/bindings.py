@@ -146,7 +146,7 @@ class BindingsMixin:
                 return
             # the parts of a batch are where the batch is (`x, y, idx = next(host_batches)`)
             element_kind = tensors.TENSOR if kind == tensors.TENSORS else \
-                kind if kind in tensors.DEVICE_TENSORS or kind in (tensors.NUMPY, tensors.HOST_BATCH) else None
+                kind if kind in tensors.DEVICE_TENSORS or kind in (tensors.NUMPY, tensors.HOST_BATCH, tensors.HOST_TENSOR) else None
             for element in target.elements:  # `x, (h, w) = self.embed(x)`: a nested pattern unpacks a structure, not a tensor
                 nested = isinstance(element.value, (cst.Tuple, cst.List)) and element_kind in (tensors.TENSOR, tensors.MASK)
                 self._bind_target(element.value, None if nested else element_kind)

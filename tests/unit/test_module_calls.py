@@ -95,3 +95,34 @@ def test_a_nested_pattern_unpacks_a_structure_not_a_tensor(tmp_path) -> None:
     (tmp_path / "flat").mkdir()
     flat = lint_files(tmp_path / "flat", {"net.py": program.replace("{pattern}", "h, w")})
     assert ("net.py", 7, "SFL112") in flat, flat
+
+
+def test_parts_unpacked_from_a_host_tensor_stay_on_the_host(tmp_path) -> None:
+    """A multi-crop wrapper handed device crops: the crop sizes it counts are a host tensor, so are the counts
+    unpacked from `unique_consecutive` and the bounds summed from them (no slice bound read from the device)."""
+    program = """
+        import torch
+        import torch.nn as nn
+
+        class MultiCrop(nn.Module):
+            def __init__(self, backbone):
+                super().__init__()
+                self.backbone = backbone
+
+            def forward(self, crops):
+                sizes = torch.tensor([c.shape[-1] for c in crops])
+                _, counts = torch.unique_consecutive(sizes, return_counts=True)
+                feats, start = [], 0
+                for end in torch.cumsum(counts, 0):
+                    feats.append(self.backbone(torch.cat(crops[start:end])))
+                    start = end
+                return torch.cat(feats)
+
+        def train(backbone, loader, opt):
+            model = MultiCrop(backbone).cuda()
+            for views in loader:
+                crops = [v.cuda() for v in views]
+                model(crops).sum().backward()
+                opt.step()
+    """
+    assert not any(f[2] == "SFL112" for f in lint_files(tmp_path, {"crops.py": program}))
