@@ -262,8 +262,9 @@ class BindingsMixin:
             return [self.kind(el.value) for el in value.elements]
         if isinstance(value, cst.Attribute) and value.attr.value == "shape":
             return [tensors.NUMBER] * count  # `b, n, _ = x.shape`: Python ints
-        if isinstance(value, (cst.GeneratorExp, cst.ListComp)) and self.element_kind(value) in tensors.DEVICE_TENSORS:
-            return [self.element_kind(value)] * count  # `src, tgt = (batch[k].to(dev) for k in ("src", "tgt"))`
+        element = self.element_kind(value) if isinstance(value, (cst.GeneratorExp, cst.ListComp)) else None
+        if element in tensors.DEVICE_TENSORS:
+            return [element] * count  # `src, tgt = (batch[k].to(dev) for k in ("src", "tgt"))`
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in ("prepare", "setup") and len(value.args) == count:
                 # a prepared loader yields batches already on the device
