@@ -165,10 +165,12 @@ class AnswersMixin:
         return self.function.name if self.function is not None else None
 
     def current_scope(self) -> cst.CSTNode:
-        return self.function.node if self.function is not None else self.module
+        scope = self.function.scope_node() if self.function is not None else None
+        return scope if scope is not None else self.module
 
     def enclosing_scopes(self) -> Tuple[cst.CSTNode, ...]:
-        return (self.function.node, self.module) if self.function is not None else (self.module,)
+        scope = self.function.scope_node() if self.function is not None else None
+        return (scope, self.module) if scope is not None else (self.module,)
 
     def enclosing_loops(self) -> Tuple[cst.CSTNode, ...]:
         return tuple(loop.node for loop in self.loops)

@@ -28,8 +28,9 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.autograd_functions import takes_ctx
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
-from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called
+from syncfree_lint.analysis.hooks import hook_key
 from syncfree_lint.analysis.passed_callables import PassedCallables
+from syncfree_lint.knowledge import frequency as facts
 from syncfree_lint.analysis.instances import (
     MODULE_OBJECT_KIND_PREFIX, OBJECT_KIND_PREFIX, ClassRef, class_of_elements, class_of_kind, constructed_class,
     object_kind, objects_kind,
@@ -82,9 +83,9 @@ class ArgumentsMixin:
         constructor = False
         if isinstance(ref, NameRef) and ref.name in self.classes:  # `Trainer(model, loss_fn)`: its `__init__` learns
             ref, constructor = SelfRef(ref.name, "__init__"), True  # (and what the call builds: `Trainer(net, Miner())`)
-        hook = hook_called(ref)
+        hook = hook_key(ref, lambda scope, name: self.passed_callables.iterates(self.functions.get(scope), name))
         if hook is not None:  # `cb.on_batch_end(self, out)`: the project's overrides learn the kinds
-            ref = DottedRef(HOOK_KEY + hook, bound=True)
+            ref = DottedRef(hook, bound=True)
         held = self.passed_callables.held(self.function, ref.name if isinstance(ref, NameRef) else f"self.{ref.method}") \
             if isinstance(ref, (NameRef, SelfRef)) and self.function is not None and not self.resolve_local(ref) else None
         if held is not None:
@@ -307,6 +308,8 @@ def _decisive(name: str, kind: str) -> bool:
     ``nn.CrossEntropyLoss()``; ``model(x)`` gives one anyway)."""
     if kind == tensors.MODULE:
         return not tensors.looks_like_module(name)
+    if kind == tensors.NUMBER and name.startswith(facts.BATCH_PARAMS):
+        return True  # a size named like a batch (``coords_grid(batch, h, w)``)
     return kind in _DECISIVE or class_of_kind(kind) is not None or class_of_elements(kind) is not None
 
 

@@ -15,7 +15,8 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.annotations import tensor_annotation_kind
 from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.nodes import constant_items, listed_name
+from syncfree_lint.analysis.dict_items import DICT_DISPLAY, is_dict_display, store_item
+from syncfree_lint.analysis.nodes import constant_items, listed_name, subscript_key
 from syncfree_lint.analysis.instances import (
     InstanceTable,
     ScopedNames,
@@ -107,6 +108,9 @@ class BindingsMixin:
             return self.class_frame.attrs[name]
         return self._instance_attribute(name) if "." in name else None
 
+    def _mark(self, key: str, value: str) -> None:
+        self._envs[-1][key] = value
+
     def _bind(self, name: str, kind: Optional[str]) -> None:
         if self._kinds:
             self._kinds.clear()
@@ -119,6 +123,7 @@ class BindingsMixin:
         env.pop(name + tensors.HOST_KEYS, None)
         env.pop(name + CALL_RESULT, None)
         env.pop(name + LIST_OF_TENSORS, None)
+        env.pop(name + DICT_DISPLAY, None)
         if name.startswith("self.") and self.class_frame is not None:
             self.class_frame.attrs.pop(name + EVERY_STEP, None)
         if name.startswith("self.") and self.class_frame is not None and self.function is not None:
@@ -152,6 +157,8 @@ class BindingsMixin:
                 self._bind_target(element.value, None if nested else element_kind)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):  # `logs["loss"] = loss`
+            store_item(target.value.value, subscript_key(target), kind, self.lookup, self._bind, self._mark)
 
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
         if len(targets) == 1 and isinstance(targets[0], cst.Attribute) and self.function is not None:
@@ -219,6 +226,8 @@ class BindingsMixin:
         host_keys = [key for key, item in constant_items(value) if self.kind(item) not in tensors.DEVICE_TENSORS]
         if host_keys and len(targets) == 1 and isinstance(targets[0], cst.Name):
             self._envs[-1][targets[0].value + tensors.HOST_KEYS] = "\0".join(host_keys)
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and is_dict_display(value):
+            self._envs[-1][targets[0].value + DICT_DISPLAY] = tensors.OTHER  # items stored later tell what it holds
         if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.IfExp) \
                 and isinstance(value.orelse, cst.Name) and value.orelse.value == "None" and self._tests_off_option(value.test):
             self._envs[-1][targets[0].value + OFF_BY_DEFAULT] = tensors.OTHER  # `x = X() if args.opt else None`
@@ -260,6 +269,8 @@ class BindingsMixin:
     def _elementwise(self, value: cst.BaseExpression, count: int) -> Optional[List[Optional[str]]]:
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count:
             return [self.kind(el.value) for el in value.elements]
+        if isinstance(value, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in value.slice):
+            value = value.value  # `b, n = x.shape[:2]`: part of the shape
         if isinstance(value, cst.Attribute) and value.attr.value == "shape":
             return [tensors.NUMBER] * count  # `b, n, _ = x.shape`: Python ints
         element = self.element_kind(value) if isinstance(value, (cst.GeneratorExp, cst.ListComp)) else None

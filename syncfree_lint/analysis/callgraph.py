@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts, Hop, ParameterCall, Pass
 from syncfree_lint.analysis.calls import METHOD_KEY
-from syncfree_lint.analysis.hooks import DECLARED_KEY, HOOK_KEY, is_hook_name
+from syncfree_lint.analysis.hooks import DECLARED_KEY, EACH_HOOK_KEY, HOOK_KEY, is_hook_name
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.diagnostic import Diagnostic
 
@@ -275,6 +275,8 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
     nearest to it. A method the named class
     does not define is looked up in its bases, in order (``train.Trainer.log_value`` defined by
     ``base.BaseTrainer`` in another file)."""
+    if name.startswith(EACH_HOOK_KEY):  # a hook called on each object of a list handed in (``analysis.hooks``)
+        return [fid for root, fid in index.get(HOOK_KEY + name[len(EACH_HOOK_KEY):], ()) if root == importer_root]
     if name.startswith(HOOK_KEY):  # a callback hook on an object of unknown class (``analysis.hooks``)
         declared = {root for root, _ in index.get(DECLARED_KEY + name[len(HOOK_KEY):], ())}
         return [fid for root, fid in index.get(name, ()) if root == importer_root and root in declared]

@@ -13,6 +13,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.autograd_functions import applied_class, is_autograd_class
 from syncfree_lint.analysis.dispatch_tables import module_tables, table_read
+from syncfree_lint.analysis.events import registered_handler
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.filefacts import CallSite
@@ -113,7 +114,7 @@ class CallsMixin:
     placement: Callable[[], "Placement"]
     statement: Optional[cst.CSTNode]
     _call_args: Sequence[cst.Arg]
-    pass_hooks: List[Tuple["CallRef", Optional[cst.CSTNode], Tuple[Optional[str], ...], Optional["Placement"]]]
+    pass_hooks: List[Tuple["CallRef", Optional[cst.CSTNode], Tuple[Optional[str], ...], Optional["Placement"], str]]
     argument_records: List[Any]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     module: cst.Module
@@ -267,11 +268,13 @@ class CallsMixin:
         if isinstance(expr, cst.IfExp):  # `make_pinned if args.pin else make` (the other: ``alternative_refs``)
             return self.function_value(expr.body) or self.function_value(expr.orelse)
         table = table_read(expr)
-        if table is not None:  # `SELECTORS[name]`: any function of the table (``function_tables``)
-            if table.value in self.function_tables():
-                return DottedRef(f"{self.module_name}.{table.value}" if self.module_name else table.value)
-            return self._imported_function(table)
-        return None
+        return self.table_functions(table) if table is not None else None  # `SELECTORS[name]`
+
+    def table_functions(self, table: cst.Name) -> Optional[CallRef]:
+        """Any function of a dispatch table of this file (``function_tables``) or of an imported name."""
+        if table.value in self.function_tables():
+            return DottedRef(f"{self.module_name}.{table.value}" if self.module_name else table.value)
+        return self._imported_function(table)
 
     def function_tables(self) -> Dict[str, List[str]]:
         """The file's dispatch tables and aliases (``dispatch_tables.module_tables``)."""
@@ -338,9 +341,15 @@ class CallsMixin:
             hook = self.function_value(node.args[0].value) or self._called_instance(node.args[0].value)
             if hook is not None:  # kept until a `.remove()` of this code: as often as this code runs
                 temporary = self._removes_hooks(node)
-                self.pass_hooks.append((hook, self.statement, called_with, self.placement() if temporary else None))
+                self.pass_hooks.append((hook, self.statement, called_with, self.placement() if temporary else None,
+                                        "registered as a forward/backward hook"))
                 if not isinstance(hook, DottedRef):  # this file's hook learns what torch calls it with
                     self.argument_records.append((hook, called_with, ()))
+        handler = registered_handler(node)
+        if handler is not None:  # `engine.add_event_handler(Events.ITERATION_COMPLETED, log_loss)`: every step
+            hook = self.function_value(handler) or self._called_instance(handler)
+            if hook is not None:
+                self.pass_hooks.append((hook, self.statement, (None,), None, "registered for a per-iteration event"))
         if isinstance(ref, NameRef) and ref.name in self.classes:  # `Trainer(model, callbacks=[...])`: to `__init__`
             ref = SelfRef(ref.name, "__init__")
         if ref is not None:
@@ -383,11 +392,13 @@ class CallsMixin:
         return [ref] if ref is not None else []
 
     def context_methods(self, expr: cst.BaseExpression) -> List[CallRef]:
-        """``with timer:`` (``timer = StepTimer()``, ``self.timer``, ``StepTimer()``): its class's
+        """``with timer:`` (``timer = StepTimer()``, ``self.timer``, ``StepTimer()``, ``timer("fwd")``): its class's
         ``__enter__`` and ``__exit__`` run there."""
         if self.function is None and not self.loops:
             return []
         cls = constructed_class(expr, self.classes, self.imports) if isinstance(expr, cst.Call) else self.instance_class(expr)
+        if cls is None and isinstance(expr, cst.Call):  # `with timer("fwd"):` on `timer = RegionTimer()`, whose
+            cls = self.instance_class(expr.func)  # `__call__` names the region and returns the timer
         return [method_ref(cls, "__enter__"), method_ref(cls, "__exit__")] if cls is not None else []
 
     def _called_instance(self, expr: cst.BaseExpression) -> Optional[CallRef]:

@@ -6,7 +6,7 @@ and its return kind. A class records whether it is an ``nn.Module`` and its loca
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -19,6 +19,7 @@ from syncfree_lint.analysis.decorators import decorator_wrappers
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
+from syncfree_lint.analysis.events import per_iteration_handler
 from syncfree_lint.analysis.instances import MODULE_OBJECT_KIND_PREFIX, InstanceTable, annotated_class, class_of_kind
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement, mark_step
 from syncfree_lint.knowledge import frequency as facts
@@ -55,6 +56,7 @@ class DefinitionsMixin:
     _suite: Callable[[Optional[cst.CSTNode]], None]
     _annotated_kind: Callable[[Optional[cst.Annotation]], Optional[str]]
     calls: List[CallSite]
+    unknown_reads: Set[Tuple[str, str]]
     placement: Callable[[], Placement]
     returned_functions: Dict[str, str]
     unknown_imports: Set[str]
@@ -69,7 +71,7 @@ class DefinitionsMixin:
             self._visit(decorator.decorator)
         name = node.name.value
         qualname = ".".join(self._prefix + [name])
-        per_event = _per_iteration_handler(node)
+        per_event = per_iteration_handler(node)
         is_step = (name in self.step_functions or (
             name == "forward" and self.class_frame is not None and self.class_frame.is_module
         ) or self._is_batch_hook(name) or per_event) and self.uses_accelerator
@@ -91,11 +93,9 @@ class DefinitionsMixin:
             pname = param.name.value
             if pname == "self" and self.class_frame is not None:
                 env[pname] = tensors.MODULE if self.class_frame.is_module else None
-            elif (pname == "batch" or (is_step and pname.startswith(facts.BATCH_PARAMS) and pname not in facts.BATCH_PARAM_EXCLUDE)) \
-                    and not (param.annotation is not None and host_annotation_kind(param.annotation.annotation)) \
-                    and not (param.default is not None and self.kind(param.default) == tensors.NUMBER) \
-                    and param is not node.params.star_arg:  # `batch=16` is a size; `*inputs` a tuple
+            elif self._batch_parameter(param, qualname, is_step) and param is not node.params.star_arg:  # not `*inputs`
                 env[pname] = tensors.BATCH
+                self.unknown_reads.add((qualname, pname))  # by its name only: calls that all pass a number say otherwise
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
             cls = annotated_class(param.annotation, self.classes, self.imports) or class_of_kind(env.get(pname))
@@ -173,6 +173,44 @@ class DefinitionsMixin:
         self._prefix.pop()
         self.class_frame = saved
 
+    def _batch_parameter(self, param: cst.Param, qualname: str, is_step: bool) -> bool:
+        """``batch`` (or, in a step function, ``samples``, ``inputs``...) holds a batch, unless it says it is a
+        host value (an annotation), a size (``batch=16``, or every call passes a number) or a switch (``sample=True``)."""
+        name, default = param.name.value, param.default
+        if not (name == "batch" or (is_step and name.startswith(facts.BATCH_PARAMS) and name not in facts.BATCH_PARAM_EXCLUDE)):
+            return False
+        if param.annotation is not None and host_annotation_kind(param.annotation.annotation):
+            return False
+        if default is not None and (self.kind(default) == tensors.NUMBER or (
+                isinstance(default, cst.Name) and default.value in ("True", "False"))):
+            return False
+        return self.parameter_kinds.get(qualname, {}).get(name) != tensors.NUMBER
+
+    def _lambda(self, node: cst.Lambda) -> None:
+        """A lambda; one bound to a name (``to_np = lambda x: x.detach().cpu().numpy()``) is a function of that
+        name: a call of the name runs its body, with the caller's frequency."""
+        self._rules(node)
+        statement = self.statement
+        named = isinstance(statement, cst.Assign) and statement.value is node and len(statement.targets) == 1 \
+            and isinstance(statement.targets[0].target, cst.Name)
+        name = statement.targets[0].target.value if named else None  # type: ignore[union-attr]
+        qualname = ".".join(self._prefix + [name]) if name is not None else ""
+        owner = self.class_frame if self.function is None else None  # in a class body: a method; in a method: not
+        frame = FunctionFrame(qualname, name, False, owner, node) if name is not None \
+            and qualname not in self.functions else None
+        saved = (self.function, self.loops, self.guard_depth, self.guard_nodes)
+        if frame is not None:
+            frame.outer = self.function
+            self.functions[qualname] = frame
+            self.function, self.loops, self.guard_depth, self.guard_nodes = frame, [], 0, []
+        seeds = self.parameter_kinds.get(qualname, {}) if frame is not None else {}
+        self._envs.append({p.name.value: seeds.get(p.name.value) for p in self._params(node.params)})
+        self._kinds.clear()
+        self._visit(node.body)
+        self._envs.pop()
+        self._kinds.clear()
+        self.function, self.loops, self.guard_depth, self.guard_nodes = saved
+
     def _is_batch_hook(self, name: str) -> bool:
         """A method a framework calls once per batch (``BaseMetric.process``, ``Callback.on_train_batch_end``)."""
         if self.class_frame is None:
@@ -183,18 +221,3 @@ class DefinitionsMixin:
                 return True
         return False
 
-
-def _per_iteration_handler(node: cst.FunctionDef) -> bool:
-    """``@trainer.on(Events.ITERATION_COMPLETED)``: an event handler fired every iteration (not
-    ``Events.ITERATION_COMPLETED(every=100)`` nor ``on(..., every=k)``, which thin it out)."""
-    for decorator in node.decorators:
-        call = decorator.decorator
-        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value in facts.EVENT_DECORATORS and call.args):
-            continue
-        if any(arg.keyword is not None and arg.keyword.value in facts.EVENT_FILTER_KEYWORDS for arg in call.args):
-            continue
-        event = call.args[0].value
-        if isinstance(event, cst.Attribute) and event.attr.value in facts.PER_ITERATION_EVENTS:
-            return True
-    return False

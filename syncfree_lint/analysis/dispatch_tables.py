@@ -4,7 +4,7 @@ defined at the top of the file, and ``NAME = Cls.apply`` of a custom autograd fu
 ``NAME[key]`` or ``NAME(...)``, here or in a file that imports it, may run any of them."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -44,6 +44,23 @@ def table_read(expr: cst.BaseExpression) -> Optional[cst.Name]:
     return None
 
 
+def iterated_table(target: cst.BaseExpression, iterable: cst.BaseExpression,
+                   ) -> Tuple[Optional[cst.Name], Optional[cst.Name]]:
+    """(the table, the loop name bound to its functions) of ``for name, fn in TABLE.items()`` or ``for fn in
+    TABLE.values()``; (None, None) for other loops."""
+    method, owner = None, iterable
+    if isinstance(iterable, cst.Call) and not iterable.args and isinstance(iterable.func, cst.Attribute):
+        method, owner = iterable.func.attr.value, iterable.func.value
+    if not isinstance(owner, cst.Name):
+        return None, None
+    if method == "items" and isinstance(target, cst.Tuple) and len(target.elements) == 2 \
+            and isinstance(target.elements[1].value, cst.Name):
+        return owner, target.elements[1].value
+    if method == "values" and isinstance(target, cst.Name):  # not the table itself: a dict gives its keys
+        return owner, target
+    return None, None
+
+
 def _table_members(value: cst.BaseExpression) -> List[str]:
     """The bare names a dict, list or tuple display holds as values; [] when any value is not a
     name or a dotted name (a table of functions holds only those)."""
@@ -57,6 +74,15 @@ def _table_members(value: cst.BaseExpression) -> List[str]:
             return []
     else:
         return []
+    values = [_partial_of(v) or v for v in values]  # `partial(frame_accuracy, ignore_index=-100)` runs it
     if not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
         return []
     return [v.value for v in values if isinstance(v, cst.Name)]
+
+
+def _partial_of(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``f`` of ``partial(f, ...)`` or ``functools.partial(f, ...)``."""
+    if isinstance(value, cst.Call) and dotted(value.func) in ("partial", "functools.partial") and value.args \
+            and value.args[0].keyword is None and not value.args[0].star:
+        return value.args[0].value
+    return None

@@ -24,6 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: index keys (a space: never part of a dotted name): every hook-named method, and declarations
 HOOK_KEY = "hook "
 DECLARED_KEY = "declared hook "
+#: a hook called on each object of a list handed in (``for cb in callbacks: cb.on_step_end(...)``, ``callbacks`` a
+#: parameter or kept from one): the list is the protocol, so every project method of that name may run, declared
+#: or not (a lookup key only, never indexed)
+EACH_HOOK_KEY = "each hook "
 
 
 def is_hook_name(name: str) -> bool:
@@ -33,7 +37,9 @@ def is_hook_name(name: str) -> bool:
 def does_nothing(node: cst.CSTNode) -> bool:
     """A function whose body only declares it: ``pass``, ``...``, a docstring, ``return``
     (``return None``) or ``raise NotImplementedError``."""
-    body = getattr(node, "body", None)
+    if not isinstance(node, cst.FunctionDef):
+        return False  # a lambda bound to a name computes its value
+    body = node.body
     statements = getattr(body, "body", ())
     for statement in statements:
         smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else None
@@ -70,6 +76,15 @@ def published_methods(walk: "ModuleAnalysis", function_id: Callable[[str], str])
         if frame.class_frame is not None and not frame.name.startswith("__"):
             out.append((frame.name, function_id(qual), does_nothing(frame.node)))
     return out
+
+
+def hook_key(ref: object, iterated: Callable[[str, str], bool]) -> Optional[str]:
+    """The lookup key of a hook called on an object of unknown class (``hook_called``); ``iterated(function,
+    name)`` says whether the receiver's name is a loop variable over a list handed in (``EACH_HOOK_KEY``)."""
+    hook = hook_called(ref)
+    if hook is None or not isinstance(ref, NameRef):
+        return None
+    return (EACH_HOOK_KEY if iterated(ref.scope, ref.name.split(".")[0]) else HOOK_KEY) + hook
 
 
 def hook_called(ref: object) -> Optional[str]:

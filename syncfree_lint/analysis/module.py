@@ -1,7 +1,7 @@
 """The walk: one pass over one parsed file that keeps the shared facts and runs every rule.
 
 The facts live in their own modules, mixed in here: bindings and kinds (``bindings``), objects
-(``objects``), calls (``calls``), torchmetrics objects (``metric_sites``), frequency (``frequency``,
+(``objects``), calls (``calls``), torchmetrics objects (``metric_sites``), frequency (``frequency``, ``loops``,
 ``guards``), functions and classes (``definitions``). The walk visits nodes in source order; bindings
 are updated as statements finish, so a rule looking at an expression sees what the names held just
 before it. Rules are dispatched by node type; they ask the shared questions (``kind``, ``qualname``,
@@ -21,6 +21,7 @@ from syncfree_lint.analysis.calls import CallRef, CallsMixin, SelfRef
 from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
+from syncfree_lint.analysis.loops import LoopsMixin
 from syncfree_lint.analysis.device import default_device_is_accelerator
 from syncfree_lint.analysis.eval_loops import turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
@@ -32,8 +33,7 @@ from syncfree_lint.analysis.metric_sites import MetricSite, MetricSitesMixin
 from syncfree_lint.analysis.model import Checker, Reporting
 from syncfree_lint.analysis.nodes import code_fields, is_node
 from syncfree_lint.analysis.scope import (
-    ClassFrame, FunctionFrame, LoopFrame, draws_batches, is_step_marker, iterated,
-    iterates_own_tensors, mentions_loader, moves_items, target_names,
+    ClassFrame, FunctionFrame, LoopFrame, is_step_marker,
 )
 from syncfree_lint.analysis.guards import (
     catches_exhaustion, is_early_exit, is_flag_exit, leaves_by_error, returns_inside, steps_optimizer_after)
@@ -42,8 +42,8 @@ from syncfree_lint.edits import FixPlan
 from syncfree_lint.knowledge import frequency as facts
 
 
-class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, DefinitionsMixin,
-                     AnswersMixin):
+class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, LoopsMixin,
+                     DefinitionsMixin, AnswersMixin):
     """Walks one module once, answering the shared questions for every rule."""
 
     def __init__(
@@ -128,7 +128,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self.alternatives: ScopedNames[Tuple[CallRef, ...]] = ScopedNames()  # `f if c else g`'s g; lists of callables
         self.bound_arguments: ScopedNames[Tuple[cst.Arg, ...]] = ScopedNames()  # ``partial(f, a, k=v)``'s
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
-        self.pass_hooks: List[Any] = []  # (hook, statement, what torch calls it with): run at each forward/backward
+        self.pass_hooks: List[Any] = []  # (hook, statement, called with, placement, how): per pass or event
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
         self.metric_escapes: Set[str] = set()
@@ -339,46 +339,6 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                 self.function.rest_guarded = True
         self._note_opt_in_objects(node)
 
-    def _for(self, node: cst.For) -> None:
-        self.statement = node
-        self._rules(node)
-        self._visit(node.iter)
-        loader_kind = self.kind(iterated(node.iter))
-        moved = moves_items(node.body, target_names(node.target))
-        # a loop that moves its own items to the device iterates over batches, whatever its name
-        # (``for x, y in self.val_data: x = x.to(dev)``); not over a module's own tensors
-        over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS or (
-            moved and not iterates_own_tensors(node.iter))
-        evaluates = not over_loader and self.grad_off and self._evaluates(node)
-        over_loader = over_loader or evaluates
-        host_items = loader_kind == tensors.HOST_LOADER or moved
-        item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH
-        self._bind_loop_target(node.target, node.iter, over_loader and not evaluates, item_kind)  # items: unknown
-        loop = LoopFrame(over_loader and self.uses_accelerator, self.function, node, *self._guards_here())
-        loop.why = ("evaluates a model on its items" if evaluates else "iterates a data loader") if loop.is_step else ""
-        self.loops.append(loop)
-        iter_ref = self._iterated_function(node.iter)
-        if iter_ref is not None:
-            self.calls.append(CallSite(self.placement(), iter_ref, node))
-        self._suite(node.body)
-        self._close_loop()
-        if node.orelse is not None:
-            self._suite(node.orelse.body)
-
-    def _while(self, node: cst.While) -> None:
-        self.statement = node
-        self._rules(node)
-        # `while True: batch = next(train_iter)`: a loop over batches, whatever its test
-        drawn = draws_batches(node.body.body, lambda it: mentions_loader(it) or self.kind(it) in tensors.LOADERS)
-        loop = LoopFrame(drawn and self.uses_accelerator, self.function, node, *self._guards_here())
-        loop.why = "draws batches with next()" if loop.is_step else ""
-        self.loops.append(loop)
-        self._visit(node.test)
-        self._suite(node.body)
-        self._close_loop()
-        if node.orelse is not None:
-            self._suite(node.orelse.body)
-
     def _compound(self, node: cst.CSTNode) -> None:
         """With / Try / Match: visit the header in the statement, then the suites."""
         self.statement = node
@@ -440,31 +400,6 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
             self.passed_callables.parameter_called(self.function, dotted(func) or "", self.placement(), self.statement)
         self._children(node)
 
-    def _comp_for(self, node: cst.CompFor) -> None:
-        self._rules(node)
-        self._visit(node.iter)
-        self._bind_loop_target(node.target, node.iter, mentions_loader(node.iter))
-        for condition in node.ifs:
-            self._visit(condition)
-        if node.inner_for_in is not None:
-            self._visit(node.inner_for_in)
-
-    def _comprehension(self, node: cst.CSTNode) -> None:
-        """Visit the ``for`` clauses before the element, as Python evaluates them."""
-        self._rules(node)
-        self._visit(node.for_in)  # type: ignore[attr-defined]
-        for name in ("elt", "key", "value"):
-            part = getattr(node, name, None)
-            if part is not None:
-                self._visit(part)
-
-    def _lambda(self, node: cst.Lambda) -> None:
-        self._rules(node)
-        self._envs.append({p.name.value: None for p in self._params(node.params)})
-        self._kinds.clear()
-        self._visit(node.body)
-        self._envs.pop()
-        self._kinds.clear()
 
 
 

@@ -16,6 +16,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import NEXT_OF, NameRef, method_ref
+from syncfree_lint.analysis.dispatch_tables import iterated_table
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -54,6 +55,7 @@ class ObjectsMixin:
     kind: Callable[[cst.BaseExpression], Optional[str]]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
     function_value: Callable[[cst.BaseExpression], Optional["CallRef"]]
+    table_functions: Callable[[cst.Name], Optional["CallRef"]]
     wraps_callable: Callable[[cst.Call], bool]
     _iterated_function: Callable[[cst.BaseExpression], Optional["CallRef"]]
     _passed_values: Callable[[cst.BaseExpression], List["CallRef"]]
@@ -127,7 +129,12 @@ class ObjectsMixin:
 
     def _loop_callables(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """``for cb in callbacks:`` / ``callbacks["end"]`` / ``callbacks.values()``: calling ``cb``
-        calls each callable the display held."""
+        calls each callable the display held; ``for name, fn in METRICS.items():`` (or ``.values()``) over a
+        dispatch table calls any function of the table."""
+        table, element = iterated_table(target, iterable)
+        ref = self.table_functions(table) if table is not None else None
+        if element is not None and ref is not None:
+            self.callables.bind(".".join(self._prefix), element.value, ref)
         while isinstance(iterable, cst.Subscript) or (isinstance(iterable, cst.Call) and not iterable.args
                                                        and isinstance(iterable.func, cst.Attribute)
                                                        and iterable.func.attr.value == "values"):

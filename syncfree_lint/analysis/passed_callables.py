@@ -51,6 +51,10 @@ class PassedCallables:
             return self.kept.get((frame.class_frame.qualname, name))
         return self.elements.get((frame.qualname, name))
 
+    def iterates(self, frame: Optional["FunctionFrame"], name: str) -> bool:
+        """``name`` is a loop variable over a parameter of ``frame`` or a list kept from one (``for cb in callbacks``)."""
+        return frame is not None and (frame.qualname, name) in self.elements
+
     def loop_over(self, frame: "FunctionFrame", target: str, iterable: str) -> None:
         """``for target in iterable:`` in ``frame``: calling ``target`` calls an element of the parameter."""
         parameter = self.held(frame, iterable)

@@ -22,7 +22,8 @@ STEP = "<step>"  # the owner of code that runs once per step by its own position
 
 
 class FunctionFrame:
-    __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "returns", "has_step_loop", "node", "why")
+    __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "returns", "has_step_loop", "node", "why",
+                 "outer")
 
     def __init__(self, qualname: str, name: str, is_step: bool, class_frame: Optional["ClassFrame"],
                  node: cst.CSTNode) -> None:
@@ -35,6 +36,15 @@ class FunctionFrame:
         self.returns: List[Optional[str]] = []
         self.has_step_loop = False  # an epoch function: its code outside that loop runs once per call
         self.why = ""  # what makes it a step function, for the reach chain (``--show-reach``)
+        self.outer: Optional["FunctionFrame"] = None  # a lambda bound to a name (``node``): the function around it
+
+    def scope_node(self) -> Optional[cst.CSTNode]:
+        """The ``def`` whose body holds this code: this function's, or for a lambda the nearest around it (None:
+        the module)."""
+        frame: Optional[FunctionFrame] = self
+        while frame is not None and isinstance(frame.node, cst.Lambda):
+            frame = frame.outer
+        return frame.node if frame is not None else None
 
 
 class LoopFrame:

@@ -13,7 +13,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name, returned_nested_function
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop, ParameterCall, Pass
-from syncfree_lint.analysis.hooks import HOOK_KEY, hook_called, published_methods
+from syncfree_lint.analysis.hooks import hook_key, published_methods
 from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.analysis.number_kind import return_dtype
 from syncfree_lint.analysis.scope_index import FileContext
@@ -62,9 +62,10 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         ref = site.ref
         if not local and isinstance(ref, SelfRef):  # a method of a base class in another file
             ref = walk.inherited(ref) or ref
-        hook = hook_called(ref) if not local else None
+        hook = hook_key(ref, lambda scope, name: walk.passed_callables.iterates(walk.functions.get(scope), name)) \
+            if not local else None
         if hook is not None:  # `cb.on_batch_end(...)`, the class of `cb` unknown: the project's hooks
-            ref = DottedRef(HOOK_KEY + hook, bound=True)
+            ref = DottedRef(hook, bound=True)
         if not local and not isinstance(ref, DottedRef):
             continue
         if finder is None:
@@ -77,7 +78,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         if not local and isinstance(ref, DottedRef):
             facts.edges.append(Edge(source, ref.qualname, True, walk.root, guarded, hops))
     finder = _passing(walk, facts, function_id, finder)
-    for ref, statement, called_with, temporary in walk.pass_hooks if walk.uses_accelerator else ():
+    for ref, statement, called_with, temporary, how in walk.pass_hooks if walk.uses_accelerator else ():
         # at each forward/backward: of every step, or of the code that registers and removes it
         owner = temporary.owner() if temporary is not None else STEP
         if owner is None:
@@ -86,7 +87,7 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         if finder is None:
             finder = PositionFinder(walk.source, walk.module, walk.tree)
         hops = ((f"{walk.path}:{finder.line_of(statement) if statement is not None else 1}",
-                 f"{callee_name(ref)} registered as a forward/backward hook"),)
+                 f"{callee_name(ref)} {how}"),)
         guarded = temporary is not None and temporary.guarded
         local = walk.resolve_local(ref)
         facts.edges.extend(Edge(source, function_id(target), False, walk.root, guarded, hops) for target in local)

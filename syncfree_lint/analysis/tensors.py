@@ -278,6 +278,10 @@ class TensorInference:
             return NUMBER
         if qual == "dict" and any(self.kind(arg.value) in (DEVICE_TENSORS if arg.keyword else {TENSORS}) for arg in node.args):
             return TENSORS  # `dict(loss=loss.detach(), acc=acc)`, `dict(losses)`
+        zipped = positional(node, 0) if qual == "dict" else None
+        if isinstance(zipped, cst.Call) and isinstance(zipped.func, cst.Name) and zipped.func.value == "zip" \
+                and len(zipped.args) == 2 and self.kind(zipped.args[1].value) in DEVICE_TENSORS | {TENSORS}:
+            return TENSORS  # `dict(zip(names, torch.stack(losses)))`: names to device tensors
         if qual in api.OTHER_CALLS:
             return OTHER
         if qual.startswith("numpy.") or qual == "numpy":
@@ -386,6 +390,9 @@ class TensorInference:
                 return _TENSOR_VALUE_METHODS[name]
             if name == "cpu":
                 return HOST_TENSOR
+            if receiver == MASK and name in api.LAYOUT_METHODS and not any(
+                    (dotted(arg.value) or "").startswith("torch.") for arg in node.args):
+                return MASK  # `valid.view(-1)`: still a mask (not `view(torch.uint8)`, a dtype)
             if name in ("to", "cuda", "pin_memory"):
                 return self._moved(node, receiver)
             if name in api.MASK_FUNCTIONS:

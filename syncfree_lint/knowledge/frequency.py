@@ -67,6 +67,8 @@ PER_ITERATION_EVENTS = frozenset({"ITERATION_STARTED", "ITERATION_COMPLETED", "G
                                   "GET_BATCH_COMPLETED"})
 #: the decorator method that registers a handler (``engine.on(event)``), and the keywords that filter it
 EVENT_DECORATORS = frozenset({"on"})
+#: the method that registers a handler by a call (``engine.add_event_handler(event, handler, *args)``)
+EVENT_REGISTRATIONS = frozenset({"add_event_handler"})
 EVENT_FILTER_KEYWORDS = frozenset({"every", "once", "event_filter", "before", "after"})
 
 #: methods that register a callable torch runs at every forward or backward of a module, or every

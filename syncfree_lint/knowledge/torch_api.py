@@ -55,6 +55,13 @@ MASK_FUNCTIONS = frozenset({
     "greater_equal", "less_equal", "not_equal", "isin", "isclose", "signbit", "bool",
     "bitwise_not",
 })
+#: tensor methods that change only a tensor's layout (its shape, strides, order or storage), not its values nor
+#: its dtype (given integer sizes or dims): a boolean mask stays one (``valid.view(-1)``, ``keep.flatten()``)
+LAYOUT_METHODS = frozenset({
+    "view", "reshape", "flatten", "ravel", "squeeze", "unsqueeze", "permute", "transpose", "t",
+    "contiguous", "expand", "expand_as", "view_as", "reshape_as", "clone", "detach", "flip", "roll", "repeat",
+    "movedim", "swapaxes", "swapdims", "unflatten", "cuda",
+})
 #: tensor methods returning Python values (not tensors), by what they return
 TENSOR_NUMBER_METHODS = frozenset({
     "item", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "get_device",
@@ -161,3 +168,6 @@ MASK_KEY_WORDS = frozenset({"mask"})
 #: (``state["step"]``, ``logs["global_step"]``, ``info["epoch"]``): the loop's Python int put
 #: beside the losses, not a tensor (a loader's batch is not such a dict: ``batch["idx"]`` is a tensor)
 COUNTER_KEY_WORDS = frozenset({"step", "epoch", "iteration", "iter"})
+#: a name of unknown kind starting so is a count, a Python int (``num_classes``, ``n_bins``): written through a
+#: boolean mask, it is a scalar fill (``target[ignored] = num_classes``), not a tensor copy
+COUNT_NAME_PREFIXES = ("num_", "n_")

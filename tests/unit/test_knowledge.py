@@ -678,11 +678,14 @@ def test_no_grad_contexts_turn_gradients_off(name: str) -> None:
     ("@trainer.on(Events.ITERATION_COMPLETED, once=1)", False),
     ("@trainer.on(Events.EPOCH_COMPLETED)", False),
     ("@app.route('/step')", False),
+    ("@engine.on('iteration_completed')", True),
+    ("@engine.on('epoch_completed')", False),
+    ("@engine.on('iteration_completed', every=10)", False),
 ])
 def test_event_handlers_fired_every_iteration(decorator: str, expected: bool) -> None:
-    from syncfree_lint.analysis.definitions import _per_iteration_handler
+    from syncfree_lint.analysis.events import per_iteration_handler
     node = cst.parse_module(f"{decorator}\ndef handler(engine):\n    pass\n").body[0]
-    assert _per_iteration_handler(node) is expected
+    assert per_iteration_handler(node) is expected
 
 
 # --------------------------------------------------------------------------- stop 32: classes from fresh style programs

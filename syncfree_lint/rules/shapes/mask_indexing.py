@@ -5,6 +5,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.rules.base import Rule, method_call
 from syncfree_lint.rules.shapes._common import device_receiver, torch_call
 
@@ -52,6 +53,12 @@ class MaskIndexing(Rule):
                 out = model(x)
                 out[y == 0] = 0.0
                 out.sum().backward()
+        """,
+        """
+        def train(model, loader, num_classes):
+            for x, y in loader:
+                y[y < 0] = num_classes
+                model(x, y).sum().backward()
         """,
     )
     doc = """
@@ -121,5 +128,5 @@ def _python_scalar(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
     kind = ctx.kind(expr)
     if kind is None and isinstance(expr, (cst.Name, cst.Attribute)):  # `Matcher.BELOW_LOW_THRESHOLD`: a constant
         last = expr.value if isinstance(expr, cst.Name) else expr.attr.value
-        return last.isupper()
+        return last.isupper() or last.startswith(api.COUNT_NAME_PREFIXES)  # or a count: `num_classes`
     return kind == tensors.NUMBER
