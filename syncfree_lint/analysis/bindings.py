@@ -13,6 +13,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.annotations import tensor_annotation_kind
+from syncfree_lint.analysis.autograd_functions import applied_class
 from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, method_ref
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.dict_items import DICT_DISPLAY, is_dict_display, store_item
@@ -92,6 +93,7 @@ class BindingsMixin:
     _remember_attribute_class: Callable[[str, cst.BaseExpression], None]
     passed_callables: "PassedCallables"
     _instance_attribute: Callable[[str], Optional[str]]
+    _applied: Callable[[Optional[cst.BaseExpression], str], List["CallRef"]]
     _objects_kind: Callable[[cst.BaseExpression], Optional[str]]
     yields: Dict[str, Set[Optional[str]]]
     _rules: Callable[[cst.CSTNode], None]
@@ -107,9 +109,6 @@ class BindingsMixin:
         if name.startswith("self.") and self.class_frame is not None and name in self.class_frame.attrs:
             return self.class_frame.attrs[name]
         return self._instance_attribute(name) if "." in name else None
-
-    def _mark(self, key: str, value: str) -> None:
-        self._envs[-1][key] = value
 
     def _bind(self, name: str, kind: Optional[str]) -> None:
         if self._kinds:
@@ -158,7 +157,7 @@ class BindingsMixin:
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):  # `logs["loss"] = loss`
-            store_item(target.value.value, subscript_key(target), kind, self.lookup, self._bind, self._mark)
+            store_item(target.value.value, subscript_key(target), kind, self.lookup, self._bind, self._envs[-1].__setitem__)
 
     def _assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
         if len(targets) == 1 and isinstance(targets[0], cst.Attribute) and self.function is not None:
@@ -306,6 +305,9 @@ class BindingsMixin:
                 if key in self.returns:
                     return self.returns[key]
             return None
+        applied = self._applied(applied_class(func), "forward") if applied_class(func) is not None else []
+        if applied:  # `Sparsemax.apply(z)` of a custom autograd function: what its forward returns, tensors
+            return self._ref_return_kind(applied[0]) or tensors.TENSOR
         return self._imported_call_kind(func) or self._method_call_kind(func)
 
     def _method_call_kind(self, func: cst.BaseExpression) -> Optional[str]:
@@ -429,6 +431,8 @@ class BindingsMixin:
             self._bind_target(target, tensors.TENSOR)
         elif kind in (tensors.HOST_TENSOR, tensors.NUMPY):
             self._bind_target(target, kind)  # rows of a host tensor or an array stay on the host
+        elif kind == tensors.TENSORS and isinstance(target, (cst.Tuple, cst.List)):
+            self._bind_batch(target, tensors.TENSOR)  # `for boxes, labels in targets`: parts of device items
         else:
             self._bind_target(target, tensors.TENSOR if kind in tensors.DEVICE_TENSORS else None)
 

@@ -57,6 +57,7 @@ class DefinitionsMixin:
     _annotated_kind: Callable[[Optional[cst.Annotation]], Optional[str]]
     calls: List[CallSite]
     unknown_reads: Set[Tuple[str, str]]
+    named_batches: Set[str]
     placement: Callable[[], Placement]
     returned_functions: Dict[str, str]
     unknown_imports: Set[str]
@@ -96,6 +97,7 @@ class DefinitionsMixin:
             elif self._batch_parameter(param, qualname, is_step) and param is not node.params.star_arg:  # not `*inputs`
                 env[pname] = tensors.BATCH
                 self.unknown_reads.add((qualname, pname))  # by its name only: calls that all pass a number say otherwise
+                self.named_batches.add(qualname)
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
             cls = annotated_class(param.annotation, self.classes, self.imports) or class_of_kind(env.get(pname))

@@ -137,6 +137,8 @@ class FileFacts:
     # (imported dotted name, argument kinds, the caller: STEP, a function id, or "" at module level)
     calls_out: List[Tuple[str, ArgKinds, str]] = field(default_factory=list)
     unknown_params: Set[str] = field(default_factory=set)  # function ids with a parameter read of unknown kind
+    # function ids with a parameter taken for a batch by its name only: calls that all pass a number make it a size
+    named_batches: Set[str] = field(default_factory=set)
     unknown_imports: Set[str] = field(default_factory=set)  # imported dotted names whose result kind was needed
     objects_wanted: Set[str] = field(default_factory=set)  # those whose result had a method called on it
     # the methods of its classes (not dunders): (name, function id, declared with a do-nothing body);

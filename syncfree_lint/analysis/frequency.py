@@ -14,13 +14,13 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.scope import (
-    FunctionFrame, LoopFrame, Placement, acts_in_environment, builds_from_items, contains_step_marker, mark_step,
+    ClassFrame, FunctionFrame, LoopFrame, Placement, acts_in_environment, builds_from_items, contains_step_marker, mark_step,
     moves_items, target_names,
 )
 from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, strided_slices
 from syncfree_lint.analysis.guards import (
     ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_mostly_true_interval, memo_holder,
-    is_opt_in_call, reports_after_reading, steps_optimizer_beside,
+    is_opt_in_call, on_by_default, reports_after_reading, steps_optimizer_beside,
 )
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
@@ -36,6 +36,7 @@ class FrequencyMixin:
     """Placement and guards for ``ModuleAnalysis`` (which provides the attributes below)."""
 
     function: Optional[FunctionFrame]
+    class_frame: Optional[ClassFrame]
     unknown_reads: Set[Tuple[str, str]]
     has_steps: bool
     loops: List[LoopFrame]
@@ -87,7 +88,8 @@ class FrequencyMixin:
         return (
             ends_the_run(node)
             or (is_memo_guard(node) and not self._memo_per_call(node))
-            or is_flag_guard(test, self.logging_words, self.opt_in_words)
+            or (is_flag_guard(test, self.logging_words, self.opt_in_words)
+                and not on_by_default(test, self.class_frame.node if self.class_frame is not None else None))
             or (self._tests_off_option(test) and not contains_step_marker(node.body, self.qualname))
             or is_opt_in_call(test, self.qualname)
             or is_equality_guard(test, self._is_host_number)

@@ -6,13 +6,13 @@ walk (``analysis.frequency``) asks these of each guard; they read syntax only.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.kinds import DEVICE_TENSORS
-from syncfree_lint.analysis.nodes import code_children
+from syncfree_lint.analysis.nodes import code_children, walk_code
 from syncfree_lint.knowledge import frequency as facts
 from syncfree_lint.knowledge.sinks import DISPLAY_FUNCTIONS, LOGGER_METHODS
 
@@ -363,3 +363,32 @@ def returns_inside(node: cst.With, function: cst.CSTNode) -> bool:
     last = body[-1] if body else None
     smalls = last.body if isinstance(last, cst.SimpleStatementLine) else ()
     return bool(smalls) and isinstance(smalls[-1], cst.Return)
+
+
+def on_by_default(test: cst.BaseExpression, owner: Optional[cst.CSTNode]) -> bool:
+    """``if self.check:`` where the class keeps ``check`` from an ``__init__`` parameter that defaults to ``True``
+    (``def __init__(self, dim=-1, check=True)``): a switch that is on unless a caller turns it off, not an opt-in."""
+    if not (isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self"
+            and isinstance(owner, cst.ClassDef)):
+        return False
+    init = next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None:
+        return False
+    defaults = {p.name.value: p.default for p in (*init.params.params, *init.params.kwonly_params)}
+    for node in walk_code(init):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            for target, value in paired_or_single(node.targets[0].target, node.value):
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self" \
+                        and target.attr.value == test.attr.value and isinstance(value, cst.Name):
+                    default = defaults.get(value.value)
+                    return isinstance(default, cst.Name) and default.value == "True"
+    return False
+
+
+def paired_or_single(target: cst.BaseExpression, value: cst.BaseExpression,
+                     ) -> List[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """``a, b = x, y`` -> (a, x), (b, y); ``a = x`` -> (a, x)."""
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements):
+        return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+    return [(target, value)]

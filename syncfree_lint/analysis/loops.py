@@ -12,8 +12,8 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.scope import (
-    FunctionFrame, LoopFrame, Placement, draws_batches, iterated, iterates_own_tensors, mentions_loader, moves_items,
-    target_names,
+    FunctionFrame, LoopFrame, Placement, draws_and_moves, draws_batches, iterated, iterates_own_tensors,
+    mentions_loader, moves_items, target_names,
 )
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
@@ -49,7 +49,7 @@ class LoopsMixin:
         # a loop that moves its own items to the device iterates over batches, whatever its name
         # (``for x, y in self.val_data: x = x.to(dev)``); not over a module's own tensors
         over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS or (
-            moved and not iterates_own_tensors(node.iter))
+            moved and not iterates_own_tensors(node.iter)) or draws_and_moves(node.body.body)
         evaluates = not over_loader and self.grad_off and self._evaluates(node)
         over_loader = over_loader or evaluates
         host_items = loader_kind == tensors.HOST_LOADER or moved
@@ -70,7 +70,8 @@ class LoopsMixin:
         self.statement = node
         self._rules(node)
         # `while True: batch = next(train_iter)`: a loop over batches, whatever its test
-        drawn = draws_batches(node.body.body, lambda it: mentions_loader(it) or self.kind(it) in tensors.LOADERS)
+        drawn = draws_batches(node.body.body, lambda it: mentions_loader(it) or self.kind(it) in tensors.LOADERS) \
+            or draws_and_moves(node.body.body)
         loop = LoopFrame(drawn and self.uses_accelerator, self.function, node, *self._guards_here())
         loop.why = "draws batches with next()" if loop.is_step else ""
         self.loops.append(loop)

@@ -84,6 +84,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self.unknown_imports: Set[str] = set()  # imported functions whose result kind was needed
         self.has_steps = False  # a step loop anywhere (step functions are frames with is_step)
         self.unknown_reads: Set[Tuple[str, str]] = set()  # (function, name) read with no kind known
+        self.named_batches: Set[str] = set()  # functions with a parameter taken for a batch by its name only
         self.tree = tree  # the ``ast`` of the same source, for positions
         self.newline = "\r\n" if "\r\n" in source else ("\r" if "\r" in source and "\n" not in source else "\n")
         self.imports = ImportMap(module_name, is_package)

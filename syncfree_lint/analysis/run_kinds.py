@@ -231,7 +231,11 @@ def merge(old: Optional[ExternalKinds], new: ExternalKinds) -> ExternalKinds:
     meters.update(new.meters)
     dtypes = dict(old.dtypes)
     dtypes.update(new.dtypes)
-    return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(set(old.calls_in) | set(new.calls_in), key=repr)),
+    # the calls of a function the new plan lists replace those of earlier rounds (a caller that learned since
+    # passes a finer kind: a mask, not the tensor it first seemed); the others are kept
+    renewed = {qualname for qualname, _ in new.calls_in}
+    calls_in = {call for call in old.calls_in if call[0] not in renewed} | set(new.calls_in)
+    return ExternalKinds(tuple(sorted(returns.items())), tuple(sorted(calls_in, key=repr)),
                          tuple(sorted(set(old.reached) | set(new.reached))),
                          tuple(sorted(meters.items(), key=lambda item: item[0])), tuple(sorted(dtypes.items())),
                          tuple(sorted(set(old.asked) | set(new.asked))))
@@ -243,9 +247,11 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
     that reads a parameter of unknown kind (or in a file the pre-filter skipped), when some of
     those calls pass a device tensor."""
     wanting: Set[str] = set()
+    sized: Set[str] = set()  # a number passed to them tells a size named like a batch
     for facts in all_facts:
         if facts.path in reported:
             wanting.update(facts.unknown_params)
+            sized.update(facts.named_batches)
     skipped = _skipped_modules(all_facts, reported)
     if not wanting and not skipped:
         return {}
@@ -278,6 +284,7 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
     out: Dict[str, List[Tuple[str, ArgKinds]]] = {}
     for (path, qualname), calls in sorted(records.items()):
         if any(_passes_device_tensor(arguments) or _passes_host_data(arguments) or _objects_only(arguments) is not None
+               or (f"{path}::{qualname}" in sized and tensors.NUMBER in arguments[0])
                for arguments in calls):
             out.setdefault(path, []).extend((qualname, arguments) for arguments in sorted(set(calls), key=repr))
     return out

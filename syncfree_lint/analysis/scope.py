@@ -227,6 +227,30 @@ def draws_batches(body: Sequence[cst.CSTNode], is_loader: Callable[[cst.BaseExpr
     return False
 
 
+def draws_and_moves(body: Sequence[cst.CSTNode]) -> bool:
+    """A loop's body takes the next item of an iterator and moves it to a device itself (``x =
+    next(batches).to(device)``, or ``x, y = next(it)`` then ``x.cuda()``), in its own statements, not in a
+    nested loop: it runs once per batch, whatever the iterator is called."""
+    drawn: Set[str] = set()
+    stack: List[cst.CSTNode] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda") \
+                and _is_next(node.func.value):
+            return True
+        if isinstance(node, cst.Assign) and _is_next(node.value):
+            for target in node.targets:
+                drawn |= target_names(target.target)
+        stack.extend(code_children(node))
+    return bool(drawn) and any(moves_items(statement, drawn) for statement in body)
+
+
+def _is_next(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "next" and bool(expr.args)
+
+
 def _root_name(expr: cst.BaseExpression) -> Optional[str]:
     while isinstance(expr, (cst.Attribute, cst.Subscript)):
         expr = expr.value

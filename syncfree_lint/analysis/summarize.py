@@ -139,6 +139,9 @@ def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[
         facts.calls_out.append((name, arguments, STEP if owner == STEP else function_id(owner) if owner else ""))
     facts.unknown_imports = set(walk.unknown_imports)
     facts.objects_wanted = set(walk.objects_wanted)
+    # a function whose parameters other files' calls taught keeps asking: their callers may learn finer kinds
+    facts.unknown_params.update(function_id(qual) for qual, _ in walk.external.calls_in if qual in walk.functions)
+    facts.named_batches = {function_id(qual) for qual in walk.named_batches}
     for qual, name in walk.unknown_reads:
         frame = walk.functions.get(qual)
         if frame is not None and isinstance(frame.node, cst.FunctionDef) and name in _parameter_names(frame.node):

@@ -89,7 +89,13 @@ class TensorInference:
     _List = _Set = _SetComp = _SimpleString
 
     def _ListComp(self, node: cst.ListComp) -> str:
-        """``[x.to(device) for x in batch]``: a list of device tensors (``text, lens = [...]``)."""
+        """``[x.to(device) for x in batch]``: a list of device tensors (``text, lens = [...]``); ``[(b.to(device),
+        l.to(device)) for b, l in zip(boxes, labels)]``: a list of tuples (or dicts) of them (per-image targets)."""
+        if isinstance(node.elt, (cst.Tuple, cst.List)) and node.elt.elements and all(
+                isinstance(e, cst.Element) and self.kind(e.value) in DEVICE_TENSORS for e in node.elt.elements):
+            return TENSORS
+        if isinstance(node.elt, (cst.Dict, cst.DictComp)) and self.kind(node.elt) == TENSORS:
+            return TENSORS  # `[{k: v.to(device) for k, v in t.items()} for t in targets]`
         return TENSORS if moves_each_item(node) and self.kind(node.for_in.iter) in (BATCH, HOST_BATCH) \
             and self.kind(node.elt) in DEVICE_TENSORS else OTHER
 
@@ -126,6 +132,8 @@ class TensorInference:
                 return OTHER
             if attr in api.TENSOR_TENSOR_ATTRS:
                 return TENSOR if base in DEVICE_TENSORS else HOST_TENSOR
+            if base in (BATCH, TENSOR) and any(word in attr.lower().split("_") for word in api.MASK_KEY_WORDS):
+                return MASK  # `batch.mask` of a batch object moved to the device (no tensor attribute), as `batch["mask"]`
             if base in (BATCH, HOST_BATCH):
                 return base
             return None

@@ -126,3 +126,39 @@ def test_parts_unpacked_from_a_host_tensor_stay_on_the_host(tmp_path) -> None:
                 opt.step()
     """
     assert not any(f[2] == "SFL112" for f in lint_files(tmp_path, {"crops.py": program}))
+
+
+def test_a_kind_learned_late_by_a_caller_refines_what_its_callee_learned(tmp_path) -> None:
+    """The caller first sees ``model(...)`` as one tensor, then learns that ``forward`` returns (tensor, mask): the
+    function it hands ``mask`` to, in the model's file, learns the mask (not the tensor of the first round)."""
+    model = """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.out = nn.Linear(8, 3)
+
+            def forward(self, x, lengths):
+                mask = torch.arange(x.size(1), device=x.device)[None, :] < lengths[:, None]
+                return self.out(x), mask
+
+        def masked_loss(logits, tags, mask):
+            return F.cross_entropy(logits[mask], tags[mask])
+    """
+    train = """
+        from tagger import Tagger, masked_loss
+
+        def main(loader, opt):
+            model = Tagger().cuda()
+            for x, tags, lengths in loader:
+                x, tags, lengths = x.cuda(), tags.cuda(), lengths.cuda()
+                logits, mask = model(x, lengths)
+                loss = masked_loss(logits, tags, mask)
+                loss.backward()
+                opt.step()
+    """
+    found = lint_files(tmp_path, {"tagger.py": model, "train.py": train})
+    assert ("tagger.py", 16, "SFL202") in found

@@ -39,6 +39,16 @@ class TensorFormatting(Rule):
                 optimizer.step()
                 logging.info("loss %s", loss)
         """,
+        """
+        PROGRESS = "step {:>5d} loss {:.4f}"
+
+        def train(model, loader, optimizer):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x).mean()
+                loss.backward()
+                optimizer.step()
+                print(PROGRESS.format(step, loss))
+        """,
     )
     valid = (
         """
@@ -110,8 +120,9 @@ No automatic fix: which interval to log at is the user's choice.
             what = f"`{func.value}()`"
         elif isinstance(func, cst.Attribute):
             attr = func.attr.value
-            if attr == "format" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
-                what = "`str.format()`"
+            if attr == "format" and (isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))
+                                     or _names_constant(func.value)):
+                what = "`str.format()`"  # of a literal, or of a template constant (`PROGRESS.format(...)`)
             elif attr in LOGGER_METHODS and attr not in QUIET_LOGGER_METHODS and _is_logger(func.value, ctx):
                 what = f"`{attr}()` logging"
             elif attr in _PROGRESS_METHODS:
@@ -121,6 +132,12 @@ No automatic fix: which interval to log at is the user's choice.
         for arg in node.args:
             if ctx.is_tensor(arg.value):
                 ctx.report(self, arg.value, "call", what=what)
+
+
+def _names_constant(expr: cst.BaseExpression) -> bool:
+    """``BAR`` or ``cfg.LINE_FMT``: an upper-case name, by convention a constant (a template string here)."""
+    name = expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
+    return isinstance(name, str) and name.isupper()
 
 
 def _is_logger(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:

@@ -125,6 +125,8 @@ def _python_scalar(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
         return True
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float":
         return True
+    if isinstance(expr, cst.BinaryOperation):  # `1.0 / num_codes`
+        return _python_scalar(expr.left, ctx) and _python_scalar(expr.right, ctx)
     kind = ctx.kind(expr)
     if kind is None and isinstance(expr, (cst.Name, cst.Attribute)):  # `Matcher.BELOW_LOW_THRESHOLD`: a constant
         last = expr.value if isinstance(expr, cst.Name) else expr.attr.value

@@ -1,0 +1,133 @@
+"""Shapes of per-step code seen on new programs: a ``for`` loop that draws each batch with ``next()`` and moves it
+itself; a custom autograd function's ``apply`` returns tensors; ``batch.mask`` of a batch object moved to the device
+is a mask; a list of dicts of moved tensors is a container of device tensors; a switch kept from an ``__init__``
+parameter that defaults to ``True`` is on; a mask write of scalar arithmetic is a fill."""
+from __future__ import annotations
+
+from project_lint import lint_files
+
+
+def test_a_for_loop_that_draws_and_moves_each_batch_is_a_step_loop(tmp_path) -> None:
+    source = """
+        import torch
+
+        @torch.no_grad()
+        def evaluate(model, batches, n_batches, device):
+            seen = set()
+            for _ in range(n_batches):
+                x = next(batches).to(device)
+                seen.update(torch.unique(model(x).argmax(1)).tolist())
+            return len(seen)
+
+        def count(batches, n):
+            for _ in range(n):
+                x = next(batches)
+            return torch.unique(x).tolist()
+    """
+    found = lint_files(tmp_path, {"evaluate.py": source})
+    assert ("evaluate.py", 9, "SFL104") in found and not [f for f in found if f[1] == 15]
+
+
+def test_the_apply_of_an_autograd_function_gives_a_tensor(tmp_path) -> None:
+    source = """
+        import torch
+
+        class Clamp(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, z):
+                return helper(z)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        def train(model, loader, opt):
+            for x in loader:
+                out = Clamp.apply(model(x.cuda()))
+                assert out.abs().max() < 10
+                out.sum().backward()
+                opt.step()
+    """
+    assert lint_files(tmp_path, {"train.py": source}) == [("train.py", 16, "SFL106")]
+
+
+def test_a_mask_field_of_a_batch_object_on_the_device(tmp_path) -> None:
+    source = """
+        import torch.nn.functional as F
+
+        def masked_loss(pred, gt, mask):
+            return F.l1_loss(pred[mask], gt[mask])
+
+        def train(model, batches, opt, device, steps):
+            for _ in range(steps):
+                batch = next(batches).to(device)
+                loss = masked_loss(model(batch.feats), batch.poses, batch.valid_mask)
+                loss.backward()
+                opt.step()
+    """
+    found = lint_files(tmp_path, {"train.py": source})
+    assert found == [("train.py", 5, "SFL202"), ("train.py", 5, "SFL202")]
+
+
+def test_a_list_of_dicts_of_moved_tensors(tmp_path) -> None:
+    source = """
+        def train(model, loader, opt, device):
+            for images, targets in loader:
+                targets = [{k: v.to(device) for k, v in t.items()} for t in targets]
+                first = targets[0]["boxes"]
+                if (first[:, 2:] <= first[:, :2]).any():
+                    continue
+                model(images.to(device), targets).sum().backward()
+                opt.step()
+    """
+    assert lint_files(tmp_path, {"train.py": source}) == [("train.py", 6, "SFL106")]
+
+
+_SWITCH = """
+    import torch
+    import torch.nn as nn
+
+    class Guarded(nn.Module):
+        def __init__(self, dim=-1, debug={default}):
+            super().__init__()
+            self.dim, self.debug = dim, debug
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, z):
+            out = self.proj(z).softmax(self.dim)
+            if self.debug:
+                assert (out.sum(self.dim) - 1).abs().max() < 1e-3
+            return out
+
+    def train(model, loader, opt):
+        for x in loader:
+            model(x.cuda()).sum().backward()
+            opt.step()
+"""
+
+
+def test_a_switch_on_by_default_runs_every_step(tmp_path) -> None:
+    assert lint_files(tmp_path, {"guarded.py": _SWITCH.format(default="True")}) == [("guarded.py", 14, "SFL106")]
+
+
+def test_a_switch_off_by_default_is_an_opt_in(tmp_path) -> None:
+    assert lint_files(tmp_path, {"guarded.py": _SWITCH.format(default="False")}) == []
+
+
+def test_a_mask_write_of_scalar_arithmetic_is_a_fill(tmp_path) -> None:
+    source = """
+        import torch
+
+        class Codebook(torch.nn.Module):
+            def __init__(self, num_codes):
+                super().__init__()
+                self.num_codes = num_codes
+                self.register_buffer("usage", torch.zeros(num_codes))
+
+            def forward(self, x):
+                dead = self.usage < 0.01
+                self.usage[dead] = 1.0 / self.num_codes
+                self.usage[dead] = x.mean()
+                return x
+    """
+    assert lint_files(tmp_path, {"codebook.py": source}) == [("codebook.py", 13, "SFL202")]
