@@ -243,6 +243,8 @@ def draws_and_moves(body: Sequence[cst.CSTNode]) -> bool:
         if isinstance(node, cst.Assign) and _is_next(node.value):
             for target in node.targets:
                 drawn |= target_names(target.target)
+        if isinstance(node, cst.CompFor) and _is_next(node.iter):  # `(t.to(device) for t in next(batches))`
+            drawn |= target_names(node.target)
         stack.extend(code_children(node))
     return bool(drawn) and any(moves_items(statement, drawn) for statement in body)
 

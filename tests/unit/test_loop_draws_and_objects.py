@@ -131,3 +131,17 @@ def test_a_mask_write_of_scalar_arithmetic_is_a_fill(tmp_path) -> None:
                 return x
     """
     assert lint_files(tmp_path, {"codebook.py": source}) == [("codebook.py", 13, "SFL202")]
+
+
+def test_a_for_loop_that_moves_each_part_of_a_drawn_batch(tmp_path) -> None:
+    source = """
+        import torch
+
+        @torch.no_grad()
+        def evaluate(model, batches, n_batches, device):
+            for _ in range(n_batches):
+                x, y = (t.to(device) for t in next(batches))
+                hits = (model(x).argmax(1) == y).nonzero()
+            return hits
+    """
+    assert lint_files(tmp_path, {"evaluate.py": source}) == [("evaluate.py", 8, "SFL201")]
