@@ -6,11 +6,12 @@ walk (``analysis.frequency``) asks these of each guard; they read syntax only.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Union
 
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.instances import paired_elements
 from syncfree_lint.analysis.kinds import DEVICE_TENSORS
 from syncfree_lint.analysis.nodes import code_children, walk_code
 from syncfree_lint.knowledge import frequency as facts
@@ -377,18 +378,11 @@ def on_by_default(test: cst.BaseExpression, owner: Optional[cst.CSTNode]) -> boo
     defaults = {p.name.value: p.default for p in (*init.params.params, *init.params.kwonly_params)}
     for node in walk_code(init):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
-            for target, value in paired_or_single(node.targets[0].target, node.value):
-                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self" \
-                        and target.attr.value == test.attr.value and isinstance(value, cst.Name):
+            whole: cst.BaseExpression = node.targets[0].target
+            for part, value in paired_elements([whole], node.value) or [(whole, node.value)]:
+                if isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and part.value.value == "self" \
+                        and part.attr.value == test.attr.value and isinstance(value, cst.Name):
                     default = defaults.get(value.value)
                     return isinstance(default, cst.Name) and default.value == "True"
     return False
 
-
-def paired_or_single(target: cst.BaseExpression, value: cst.BaseExpression,
-                     ) -> List[Tuple[cst.BaseExpression, cst.BaseExpression]]:
-    """``a, b = x, y`` -> (a, x), (b, y); ``a = x`` -> (a, x)."""
-    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
-            and len(target.elements) == len(value.elements):
-        return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
-    return [(target, value)]
