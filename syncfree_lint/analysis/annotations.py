@@ -10,13 +10,14 @@ from typing import Callable, Optional
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.kinds import NUMBER, OTHER, TENSOR, TENSORS
+from syncfree_lint.analysis.kinds import NUMBER, OTHER, RECORDS, TENSOR, TENSORS
 
 #: annotations of Python values that are never tensors (``n: int``, ``sizes: Sequence[int]``)
 _HOST_SCALARS = {"int": NUMBER, "float": NUMBER, "bool": NUMBER, "str": OTHER, "bytes": OTHER}
 _HOST_CONTAINERS = frozenset({"list", "tuple", "sequence", "set", "frozenset", "iterable", "optional"})
 #: annotations whose last parameter is the element type (``Mapping[str, Tensor]``, ``List[Tensor]``)
 _TENSOR_CONTAINERS = frozenset({"dict", "mapping", "mutablemapping", "list", "sequence", "tuple", "iterable"})
+_SEQUENCES = frozenset({"list", "sequence", "iterable"})
 
 
 def host_annotation_kind(node: cst.BaseExpression) -> Optional[str]:
@@ -61,6 +62,9 @@ def tensor_annotation_kind(node: cst.BaseExpression, qualname: Callable[[cst.Bas
         if container in _TENSOR_CONTAINERS and element is not None:
             if isinstance(element, cst.Ellipsis) and len(node.slice) == 2:
                 element = node.slice[0].slice.value if isinstance(node.slice[0].slice, cst.Index) else None
-            if element is not None and tensor_annotation_kind(element, qualname) == TENSOR:
+            inner = tensor_annotation_kind(element, qualname) if element is not None else None
+            if inner == TENSOR:
                 return TENSORS
+            if inner == TENSORS and container in _SEQUENCES:
+                return RECORDS  # `List[Dict[str, Tensor]]`: a list of dicts of tensors
     return None

@@ -23,6 +23,7 @@ from syncfree_lint.analysis.guards import (
 )
 from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES, MODULE_METHOD_NAMES
 from syncfree_lint.knowledge.meters import MeterShape
+from syncfree_lint.knowledge.torch_api import looks_like_module
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
@@ -93,7 +94,7 @@ class AnswersMixin:
         if self.kind(func) == tensors.MODULE:
             return True
         name = dotted(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        return name is not None and tensors.looks_like_module(name) and not self.imports.imported(name.split(".")[0])
+        return name is not None and looks_like_module(name) and not self.imports.imported(name.split(".")[0])
 
     def _is_model_entry(self, func: cst.BaseExpression) -> bool:
         """A model, or a method of one that no library class shares (``model.score``, ``net.encode``)."""

@@ -31,6 +31,7 @@ from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import hook_key
 from syncfree_lint.analysis.passed_callables import PassedCallables
 from syncfree_lint.knowledge import frequency as facts
+from syncfree_lint.knowledge.torch_api import looks_like_module
 from syncfree_lint.analysis.instances import (
     MODULE_OBJECT_KIND_PREFIX, OBJECT_KIND_PREFIX, ClassRef, class_of_elements, class_of_kind, constructed_class,
     object_kind, objects_kind,
@@ -201,8 +202,8 @@ def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
         return next(iter(known))  # every call that says passes the same class (or a list of its instances)
     if known and known <= tensors.DEVICE_TENSORS:
         return known.pop() if len(known) == 1 else tensors.TENSOR
-    if known == {tensors.TENSORS}:
-        return tensors.TENSORS  # a dict of device tensors (``log_tensors(losses, step)``)
+    if len(known) == 1 and known <= tensors.CONTAINERS:
+        return known.pop()  # a dict of device tensors (``log_tensors(losses, step)``), a list of such dicts
     if len(known) == 1 and None not in kinds:
         only = known.pop()
         return only if only in tensors.NOT_DEVICE else None
@@ -307,7 +308,7 @@ def _decisive(name: str, kind: str) -> bool:
     does not already say so (``criterion(out, y)`` gives a tensor once ``criterion`` is known to be
     ``nn.CrossEntropyLoss()``; ``model(x)`` gives one anyway)."""
     if kind == tensors.MODULE:
-        return not tensors.looks_like_module(name)
+        return not looks_like_module(name)
     if kind == tensors.NUMBER and name.startswith(facts.BATCH_PARAMS):
         return True  # a size named like a batch (``coords_grid(batch, h, w)``)
     return kind in _DECISIVE or class_of_kind(kind) is not None or class_of_elements(kind) is not None

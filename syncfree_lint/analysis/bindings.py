@@ -149,8 +149,8 @@ class BindingsMixin:
                     self._bind_target(element.value, element_kind)
                 return
             # the parts of a batch are where the batch is (`x, y, idx = next(host_batches)`)
-            element_kind = tensors.TENSOR if kind == tensors.TENSORS else \
-                kind if kind in tensors.DEVICE_TENSORS or kind in (tensors.NUMPY, tensors.HOST_BATCH, tensors.HOST_TENSOR) else None
+            element_kind = tensors.TENSOR if kind == tensors.TENSORS else tensors.TENSORS if kind == tensors.RECORDS \
+                else kind if kind in tensors.DEVICE_TENSORS or kind in (tensors.NUMPY, tensors.HOST_BATCH, tensors.HOST_TENSOR) else None
             for element in target.elements:  # `x, (h, w) = self.embed(x)`: a nested pattern unpacks a structure, not a tensor
                 nested = isinstance(element.value, (cst.Tuple, cst.List)) and element_kind in (tensors.TENSOR, tensors.MASK)
                 self._bind_target(element.value, None if nested else element_kind)
@@ -431,6 +431,8 @@ class BindingsMixin:
             self._bind_target(target, tensors.TENSOR)
         elif kind in (tensors.HOST_TENSOR, tensors.NUMPY):
             self._bind_target(target, kind)  # rows of a host tensor or an array stay on the host
+        elif kind == tensors.RECORDS and isinstance(target, cst.Name):
+            self._bind_target(target, tensors.TENSORS)  # `for t in targets`: each a dict of device tensors
         elif kind == tensors.TENSORS and isinstance(target, (cst.Tuple, cst.List)):
             self._bind_batch(target, tensors.TENSOR)  # `for boxes, labels in targets`: parts of device items
         else:

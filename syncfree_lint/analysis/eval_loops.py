@@ -17,7 +17,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.nodes import code_children
-from syncfree_lint.knowledge.frequency import NO_GRAD_CONTEXTS
+from syncfree_lint.knowledge.frequency import NO_GRAD_CONTEXTS, is_batch_size_name
 
 QualName = Callable[[cst.BaseExpression], Optional[str]]
 
@@ -42,6 +42,41 @@ def over_range(iterable: cst.BaseExpression) -> bool:
             return False
         iterable = iterable.args[0].value
     return isinstance(iterable, (cst.List, cst.Tuple))
+
+
+def cuts_into_batches(iterable: cst.BaseExpression) -> bool:
+    """``for xb in x.split(batch_size)``, ``for xb, yb in zip(x.split(bs), y.split(bs))``,
+    ``enumerate(torch.split(x, self.batch_size))``: data cut along its first dimension into pieces
+    of a batch size, so the loop runs once per batch (grad on or off). Not ``h.split(dim_head, -1)``
+    (a split of features) nor pieces of any other size."""
+    while isinstance(iterable, cst.Call) and iterable.args and dotted(iterable.func) in ("enumerate", "tqdm", "tqdm.tqdm"):
+        iterable = iterable.args[0].value
+    if isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip":
+        parts = [arg.value for arg in iterable.args]
+        return bool(parts) and all(_batch_split(part) for part in parts)
+    return _batch_split(iterable)
+
+
+def _is_split_call(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (dotted(expr.func) or "").rsplit(".", 1)[-1] == "split"
+
+
+def _batch_split(expr: cst.BaseExpression) -> bool:
+    """``x.split(bs)`` or ``torch.split(x, bs)`` along dimension 0."""
+    if not _is_split_call(expr):
+        return False
+    assert isinstance(expr, cst.Call)
+    method = isinstance(expr.func, cst.Attribute) and dotted(expr.func) not in ("torch.split",)
+    positional = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+    sizes = positional[:1] if method else positional[1:2]
+    dims = positional[1:] if method else positional[2:]
+    dims += [arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "dim"]
+    if any(not (isinstance(dim, cst.Integer) and dim.value == "0") for dim in dims):
+        return False
+    size = sizes[0] if sizes else next((arg.value for arg in expr.args if arg.keyword is not None
+                                        and arg.keyword.value == "split_size_or_sections"), None)
+    name = dotted(size) if size is not None else None
+    return name is not None and is_batch_size_name(name)
 
 
 def strided_slices(iterable: cst.BaseExpression, body: cst.CSTNode, names: Set[str]) -> Dict[str, str]:

@@ -2,7 +2,7 @@
 
 Kinds are short strings. ``TENSOR`` (and ``MASK``/``BATCH``, which are tensors too) may live on
 an accelerator; ``HOST_TENSOR`` is a tensor already on the CPU (reading it costs no sync);
-``TENSORS`` a container of device tensors; a returned tuple holding a device tensor has a kind of
+``TENSORS`` a container of device tensors, ``RECORDS`` a sequence of dicts of them; a returned tuple holding a device tensor has a kind of
 its elements' kinds (``tuple_kind``). ``None`` means unknown. ``merge``, ``in_place`` and
 ``combine`` say what a name holds after two branches, an in-place operation, or arithmetic.
 """
@@ -22,6 +22,8 @@ NUMPY = "numpy"
 LOADER = "loader"
 TENSORS = "tensors"  # a container of device tensors (``loss_dict: Dict[str, Tensor]``): its elements are tensors,
 #                     its truth value and length are not device reads
+RECORDS = "records"  # a sequence of dicts of device tensors (``targets = [{"boxes": b, "labels": l}, ...]``):
+#                     each element is ``TENSORS``; its truth value and length are not device reads
 HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors until they are moved
 ACCELERATOR = "accelerator"
 METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
@@ -36,6 +38,8 @@ _HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})
 NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, HOST_LOADER, ACCELERATOR,
                         METRIC, OTHER})
 LOADERS = frozenset({LOADER, HOST_LOADER})
+#: containers whose contents are device tensors (a whole one handed to a sink or saved is copied to the host)
+CONTAINERS = frozenset({TENSORS, RECORDS})
 
 Lookup = Callable[[str], Optional[str]]
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.eval_loops import cuts_into_batches
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.scope import (
@@ -50,7 +51,7 @@ class LoopsMixin:
         # (``for x, y in self.val_data: x = x.to(dev)``); not over a module's own tensors
         over_loader = mentions_loader(node.iter) or loader_kind in tensors.LOADERS or (
             moved and not iterates_own_tensors(node.iter)) or draws_and_moves(node.body.body)
-        evaluates = not over_loader and self.grad_off and self._evaluates(node)
+        evaluates = not over_loader and (self.grad_off or cuts_into_batches(node.iter)) and self._evaluates(node)
         over_loader = over_loader or evaluates
         host_items = loader_kind == tensors.HOST_LOADER or moved
         item_kind = tensors.HOST_BATCH if over_loader and host_items else tensors.BATCH

@@ -258,6 +258,11 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
             self._visit(node.target)
             self._assign([node.target], node.value)
         self._remember_annotated_instance(node.target, node.annotation)
+        if self.function is None and self.class_frame is not None and isinstance(node.target, cst.Name):
+            # a field declared on the class (``loss: torch.Tensor`` of a dataclass): what its instances hold
+            declared = self._annotated_kind(node.annotation)
+            if declared is not None and self.class_frame.attrs.get(f"self.{node.target.value}") is None:
+                self.class_frame.attrs[f"self.{node.target.value}"] = declared
 
     def _aug_assign(self, node: cst.AugAssign) -> None:
         self._rules(node)

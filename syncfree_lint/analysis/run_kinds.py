@@ -329,7 +329,7 @@ def _in_skipped_file(name: str, skipped: Dict[str, str]) -> Optional[Tuple[str, 
 
 def _passes_device_tensor(arguments: ArgKinds) -> bool:
     positional, keywords = arguments
-    return any(kind in tensors.DEVICE_TENSORS or kind == tensors.TENSORS
+    return any(kind in tensors.DEVICE_TENSORS or kind in tensors.CONTAINERS
                for kind in (*positional, *(kind for _, kind in keywords)))
 
 

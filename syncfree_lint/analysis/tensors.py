@@ -17,8 +17,10 @@ from syncfree_lint.analysis.nodes import sequence_elements, subscript_key
 from syncfree_lint.analysis.scope import mentions_loader, moves_each_item
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.knowledge.frequency import is_environment_name, is_module_name
+from syncfree_lint.knowledge.torch_api import looks_like_module
 from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysis read them as tensors.X
-    ACCELERATOR as ACCELERATOR, BATCH as BATCH, DEVICE_TENSORS as DEVICE_TENSORS, HOST_BATCH as HOST_BATCH,
+    ACCELERATOR as ACCELERATOR, BATCH as BATCH, CONTAINERS as CONTAINERS, DEVICE_TENSORS as DEVICE_TENSORS,
+    HOST_BATCH as HOST_BATCH, RECORDS as RECORDS,
     HOST_KEYS as HOST_KEYS, HOST_LOADER as HOST_LOADER, HOST_TENSOR as HOST_TENSOR, LOADER as LOADER,
     LOADERS as LOADERS, Lookup as Lookup, MASK as MASK, METRIC as METRIC, MODULE as MODULE,
     MODULE_CLASS as MODULE_CLASS, NOT_DEVICE as NOT_DEVICE, NUMBER as NUMBER, NUMPY as NUMPY, OTHER as OTHER,
@@ -33,12 +35,6 @@ _TENSOR_VALUE_METHODS = {
     **{name: OTHER for name in api.TENSOR_OTHER_METHODS},
 }
 MODULE_EVIDENCE_METHODS = api.MODULE_EVIDENCE_METHODS
-
-
-def looks_like_module(name: str) -> bool:
-    """``model``, ``net``, ``text_encoder``, ``ema_model``, ``self.backbone``: named like a model."""
-    last = name.rsplit(".", 1)[-1].lower().rstrip("0123456789_")
-    return last in api.MODULE_WORDS or last.endswith(tuple("_" + word for word in api.MODULE_WORDS))
 
 
 def is_cpu_device(expr: cst.BaseExpression, imports: ImportMap) -> bool:
@@ -95,7 +91,7 @@ class TensorInference:
                 isinstance(e, cst.Element) and self.kind(e.value) in DEVICE_TENSORS for e in node.elt.elements):
             return TENSORS
         if isinstance(node.elt, (cst.Dict, cst.DictComp)) and self.kind(node.elt) == TENSORS:
-            return TENSORS  # `[{k: v.to(device) for k, v in t.items()} for t in targets]`
+            return RECORDS  # `[{k: v.to(device) for k, v in t.items()} for t in targets]`
         return TENSORS if moves_each_item(node) and self.kind(node.for_in.iter) in (BATCH, HOST_BATCH) \
             and self.kind(node.elt) in DEVICE_TENSORS else OTHER
 
@@ -162,9 +158,9 @@ class TensorInference:
             return None  # `d["lr"]` of `d = {"loss": loss, "lr": lr}`: the host value put there
         if base == TENSORS and _names_words(node, api.COUNTER_KEY_WORDS):
             return NUMBER  # `state["step"]` beside the losses handed to a callback
-        if base == TENSORS:  # loss_dict["loss"] / tensors[0]; a slice is still a container
+        if base in CONTAINERS:  # loss_dict["loss"] / tensors[0] / targets[i]; a slice is still a container
             sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
-            return TENSORS if sliced else TENSOR
+            return base if sliced else TENSORS if base == RECORDS else TENSOR
         if base in (BATCH, HOST_BATCH, HOST_TENSOR, NUMPY):
             return base
         return None

@@ -157,6 +157,19 @@ def is_loader_name(name: str) -> bool:
     last = name.rsplit(".", 1)[-1].lower()
     return any(word in last for word in LOADER_WORDS)
 
+#: names of a batch size: ``x.split(batch_size)`` cuts data into the batches a loop runs on
+BATCH_SIZE_NAMES = frozenset({"bs", "batch_size", "batchsize", "bsz", "mb_size", "minibatch_size", "chunk_batch"})
+
+
+def is_batch_size_name(name: str) -> bool:
+    """``batch_size``, ``self.eval_batch_size``, ``args.bs``, ``micro_bsz``; not ``batch_idx`` or ``n_batches``."""
+    last = name.rsplit(".", 1)[-1].lower()
+    if last in BATCH_SIZE_NAMES:
+        return True
+    parts = [p for p in last.split("_") if p]
+    return len(parts) > 1 and (parts[-1] in ("bs", "bsz") or parts[-2:] == ["batch", "size"])
+
+
 #: names that hold a network: calling one (``model(x)``, ``self.net(x)``) gives a tensor even where
 #: nothing else says what the name holds (a parameter of a helper)
 MODULE_WORDS = ("model", "net", "network", "encoder", "decoder", "backbone", "policy", "actor", "critic",

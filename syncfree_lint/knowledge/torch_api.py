@@ -129,6 +129,13 @@ MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "hea
                 "transformer", "controlnet", "ema", "pipe", "pipeline", "teacher", "student",
                 "discriminator", "generator", "critic", "actor")
 
+
+def looks_like_module(name: str) -> bool:
+    """``model``, ``net``, ``text_encoder``, ``ema_model``, ``self.backbone``: named like a model."""
+    last = name.rsplit(".", 1)[-1].lower().rstrip("0123456789_")
+    return last in MODULE_WORDS or last.endswith(tuple("_" + word for word in MODULE_WORDS))
+
+
 #: Python builtins that fold a tensor's elements into a 0-d tensor on the same device
 BUILTINS_OVER_ELEMENTS = frozenset({"sum", "max", "min"})
 #: Python builtins that return a tensor where the tensor lives (``abs(t)``, ``round(t)``)

@@ -46,6 +46,14 @@ def test_loader_names(name: str, expected: bool) -> None:
     assert facts.is_loader_name(name) is expected
 
 
+@pytest.mark.parametrize("name,expected", [
+    ("batch_size", True), ("self.eval_batch_size", True), ("args.bs", True), ("micro_bsz", True), ("bsz", True),
+    ("batch_idx", False), ("n_batches", False), ("size", False), ("chunk_size", False), ("hidden_size", False),
+])
+def test_batch_size_names(name: str, expected: bool) -> None:
+    assert facts.is_batch_size_name(name) is expected
+
+
 @pytest.mark.parametrize("name,words,expected", [
     ("should_log", facts.LOGGING_FLAG_WORDS, True),
     ("args.with_tracking", facts.LOGGING_FLAG_WORDS, True),

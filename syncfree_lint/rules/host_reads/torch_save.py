@@ -165,6 +165,6 @@ def _state_kind(expr: cst.BaseExpression, ctx: SemanticModel, holders: Dict[str,
     elif isinstance(expr, (cst.List, cst.Tuple)):
         parts = [element.value for element in expr.elements]
     else:
-        return "default" if ctx.is_tensor(expr) or ctx.kind(expr) == tensors.TENSORS else None
+        return "default" if ctx.is_tensor(expr) or ctx.kind(expr) in tensors.CONTAINERS else None
     found = [kind for kind in (_state_kind(part, ctx, holders) for part in parts) if kind is not None]
     return "state" if "state" in found else (found[0] if found else None)

@@ -103,7 +103,7 @@ No automatic fix: which interval to log at is the user's choice.
         if not self._is_sink(node, ctx):
             return
         for value in _values(node):
-            if ctx.is_tensor(value) or ctx.kind(value) == tensors.TENSORS:
+            if ctx.is_tensor(value) or ctx.kind(value) in tensors.CONTAINERS:
                 ctx.report(self, value)
 
     @staticmethod
