@@ -19,7 +19,7 @@ from typing import (
 
 import libcst as cst
 
-from syncfree_lint.analysis.arguments import Seeds, analyse
+from syncfree_lint.analysis.arguments import Returns, Seeds, analyse
 from syncfree_lint.analysis.callgraph import resolve
 from syncfree_lint.analysis.device import is_test_module, may_use_accelerator
 from syncfree_lint.analysis.filefacts import ExternalKinds, FileFacts
@@ -142,12 +142,13 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     uses_accelerator = may_use_accelerator(source, tree) and not is_test_module(
         os.path.relpath(os.path.abspath(path), project_root) if project_root else path)
 
-    def walk(parameter_kinds: Seeds) -> ModuleAnalysis:
+    def walk(parameter_kinds: Seeds, returns: Returns) -> ModuleAnalysis:
         analysis = ModuleAnalysis(
             path, source, module, _rule_instances(enabled), config.all_step_functions,
             tree=tree, module_name=module_name, is_package=is_package, root=root,
             uses_accelerator=uses_accelerator, logging_words=config.all_logging_words,
             opt_in_words=config.all_opt_in_words, parameter_kinds=parameter_kinds, external=external,
+            earlier_returns=returns,
         )
         analysis.run()
         return analysis

@@ -29,7 +29,7 @@ from syncfree_lint.analysis.autograd_functions import takes_ctx
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import hook_key
-from syncfree_lint.analysis.passed_callables import PassedCallables
+from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_key
 from syncfree_lint.knowledge import frequency as facts
 from syncfree_lint.knowledge.torch_api import looks_like_module
 from syncfree_lint.analysis.instances import (
@@ -48,9 +48,6 @@ Seeds = Dict[str, Dict[str, str]]
 #: ``def run(x, naflex=False)`` called as ``run(x, naflex=mode)`` is a mode the caller chooses,
 #: not a switch that stays off
 PASSED = " passed"
-#: ``calls_out`` name of a call of a parameter (``PARAMETER_KEY + function id + "|" + parameter``):
-#: the run hands its argument kinds to the functions passed there (``run_kinds._calls_in``)
-PARAMETER_KEY = "parameter "
 #: what the walk records for a literal ``False`` argument
 _LITERAL_FALSE = "False"
 #: (reference, positional kinds up to the first ``*args``, keyword kinds)
@@ -92,7 +89,7 @@ class ArgumentsMixin:
         if held is not None:
             # `on_step(loss)` on a parameter (or `cb(loss)` in `for cb in callbacks`, `self.on_step(loss)`
             # of a kept one): the functions other files pass there learn the kinds
-            ref = DottedRef(f"{PARAMETER_KEY}{self.path}::{held[0]}|{held[1]}")
+            ref = DottedRef(parameter_key(self.path, held))
         imported = isinstance(ref, DottedRef)
         if not (imported or isinstance(ref, SelfRef) or (isinstance(ref, NameRef) and "." not in ref.name)):
             return
@@ -314,14 +311,20 @@ def _decisive(name: str, kind: str) -> bool:
     return kind in _DECISIVE or class_of_kind(kind) is not None or class_of_elements(kind) is not None
 
 
-def analyse(walk: Callable[[Seeds], "ModuleAnalysis"]) -> "ModuleAnalysis":
-    """Walk a file (``walk(seeds)`` builds and runs one analysis) until its parameter seeds settle."""
+Returns = Dict[str, Optional[str]]
+
+
+def analyse(walk: Callable[[Seeds, Returns], "ModuleAnalysis"]) -> "ModuleAnalysis":
+    """Walk a file (``walk(seeds, returns)`` builds and runs one analysis) until its parameter seeds
+    settle and every function called before its definition was walked is known to return what it returns."""
     seeds: Seeds = {}
-    analysis = walk(seeds)
+    returns: Returns = {}
+    analysis = walk(seeds, returns)
     for _ in range(MAX_WALKS - 1):
         found = analysis.parameter_seeds()
-        if not worth_another_walk(analysis, found, seeds):
+        later = {name for name in analysis.forward_returns if analysis.returns.get(name) not in (None, returns.get(name))}
+        if not worth_another_walk(analysis, found, seeds) and not later:
             break
-        seeds = found
-        analysis = walk(seeds)
+        seeds, returns = found, dict(analysis.returns)
+        analysis = walk(seeds, returns)
     return analysis

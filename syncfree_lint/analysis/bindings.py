@@ -18,15 +18,8 @@ from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, meth
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.dict_items import DICT_DISPLAY, is_dict_display, store_item
 from syncfree_lint.analysis.nodes import constant_items, listed_name, subscript_key
-from syncfree_lint.analysis.instances import (
-    InstanceTable,
-    ScopedNames,
-    class_of_elements,
-    paired_elements,
-)
-from syncfree_lint.analysis.guards import (
-    has_modulo,
-)
+from syncfree_lint.analysis.instances import InstanceTable, ScopedNames, class_of_elements, paired_elements
+from syncfree_lint.analysis.guards import has_modulo
 from syncfree_lint.knowledge import torch_api as api
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,6 +53,7 @@ class BindingsMixin:
     class_frame: Optional["ClassFrame"]
     classes: Dict[str, "ClassFrame"]
     returns: Dict[str, Optional[str]]
+    forward_returns: Set[str]
     imported_returns: Dict[str, str]
     unknown_imports: Set[str]
     module_name: str
@@ -87,6 +81,7 @@ class BindingsMixin:
     _metric_site: Callable[[str, cst.BaseExpression], Optional["MetricSite"]]
     _remember_instance: Callable[[str, cst.BaseExpression], None]
     _instance_call_kind: Callable[[str], Optional[str]]
+    _passed_return_kind: Callable[[str], Optional[str]]
     _yielded: Callable[[cst.BaseExpression], Optional[str]]
     _lambda_result: Callable[[cst.Lambda], Optional[str]]
     _loop_callables: Callable[[cst.BaseExpression, cst.BaseExpression], None]
@@ -290,13 +285,14 @@ class BindingsMixin:
                 return self._yielded(call.args[0].value)  # `x, y = next(batches)` of a local generator
             if name in self.returns:
                 return self.returns[name]
+            self.forward_returns.add(name)  # a function defined further down: the next walk knows (``analyse``)
             if name in self.classes:
                 return tensors.MODULE if self.classes[name].is_module else None
             held = self.callables.lookup(".".join(self._prefix), name)
             if held is not None:  # `build = make_pinned if pin else make`; `step = torch.compile(train_step)`
                 found = {self._ref_return_kind(ref) for ref in [held] + self.alternative_refs(func)}
                 return found.pop() if len(found) == 1 else None
-            result = self.lookup(name + CALL_RESULT) or self._instance_call_kind(name)
+            result = self.lookup(name + CALL_RESULT) or self._instance_call_kind(name) or self._passed_return_kind(name)
             if result is not None:
                 return result
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
@@ -304,7 +300,8 @@ class BindingsMixin:
                 key = f"{self.class_frame.qualname}.{func.attr.value}"
                 if key in self.returns:
                     return self.returns[key]
-            return None
+                self.forward_returns.add(key)
+            return self._passed_return_kind(f"self.{func.attr.value}")
         applied = self._applied(applied_class(func), "forward") if applied_class(func) is not None else []
         if applied:  # `Sparsemax.apply(z)` of a custom autograd function: what its forward returns, tensors
             return self._ref_return_kind(applied[0]) or tensors.TENSOR
@@ -436,7 +433,9 @@ class BindingsMixin:
         elif kind == tensors.TENSORS and isinstance(target, (cst.Tuple, cst.List)):
             self._bind_batch(target, tensors.TENSOR)  # `for boxes, labels in targets`: parts of device items
         else:
-            self._bind_target(target, tensors.TENSOR if kind in tensors.DEVICE_TENSORS else None)
+            # a module iterated is a container of modules (``for head in self.heads``: an ``nn.ModuleList``)
+            self._bind_target(target, tensors.TENSOR if kind in tensors.DEVICE_TENSORS else kind if kind == tensors.MODULE
+                              and isinstance(target, cst.Name) else None)
 
     def _bind_batch(self, target: cst.BaseExpression, kind: str) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):

@@ -163,12 +163,15 @@ def _derived(body: cst.CSTNode, names: Set[str]) -> Set[str]:
 
 def _carries(value: cst.BaseExpression, names: Set[str]) -> bool:
     """Is ``value`` made from an item as its data: the item itself, a part of it (``batch["x"]``,
-    ``sub.n_id``), a method of it (``x.cuda()``), or a call with it first (``sampler.sample(seeds)``);
+    ``sub.n_id``), a method of it (``x.cuda()``), or a call with it first (``sampler.sample(seeds)``, also inside a
+    comprehension over it: ``pad([q for q, _ in chunk])``);
     not a call that takes it as a setting (``scheduler.scale_model_input(latents, t)``)."""
     if isinstance(value, cst.Name):
         return value.value in names
     if isinstance(value, (cst.Attribute, cst.Subscript)):
         return _carries(value.value, names)
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):  # `pad([q for q, _ in chunk])`: built from the items
+        return _carries(value.for_in.iter, names)
     if isinstance(value, cst.Call):
         if isinstance(value.func, cst.Attribute) and _carries(value.func.value, names):
             return True

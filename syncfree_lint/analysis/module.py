@@ -62,6 +62,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         opt_in_words: Sequence[str] = facts.OPT_IN_FLAG_WORDS,
         parameter_kinds: Optional[Seeds] = None,
         external: Optional[ExternalKinds] = None,
+        earlier_returns: Optional[Dict[str, Optional[str]]] = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -116,7 +117,10 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self._loop_calls: List[Tuple[LoopFrame, CallRef]] = []
         self.functions: Dict[str, FunctionFrame] = {}  # local qualname -> frame
         self.classes: Dict[str, ClassFrame] = {}
-        self.returns: Dict[str, Optional[str]] = {}  # local qualname -> return kind
+        # local qualname -> return kind; a walk starts from the last one's, so a call of a function defined further
+        # down knows what it returns (``forward_returns``: the names asked before their definition was walked)
+        self.returns: Dict[str, Optional[str]] = dict(earlier_returns or {})
+        self.forward_returns: Set[str] = set()
         self._marker_functions: Set[str] = set()
         self._stepping_functions: Set[str] = set()
         self._prefix: List[str] = []

@@ -17,6 +17,7 @@ import libcst as cst
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import NEXT_OF, NameRef, method_ref
 from syncfree_lint.analysis.dispatch_tables import iterated_table
+from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_key
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -51,6 +52,8 @@ class ObjectsMixin:
     alternatives: ScopedNames[Tuple["CallRef", ...]]
     bound_arguments: ScopedNames[Tuple[cst.Arg, ...]]
     imported_returns: Dict[str, str]
+    passed_callables: PassedCallables
+    path: str
     _prefix: Sequence[str]
     kind: Callable[[cst.BaseExpression], Optional[str]]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
@@ -114,6 +117,19 @@ class ObjectsMixin:
             returned = self._ref_return_kind(method_ref(cls, "forward"), True)
             return returned if returned is not None and tensors.tuple_elements(returned) is not None else None
         return self._ref_return_kind(method_ref(cls, "__call__"), True)
+
+    def _passed_return_kind(self, name: str) -> Optional[str]:
+        """``pw = self.pair_loss(est, ref)`` with ``self.pair_loss`` kept from a parameter of ``__init__`` (or
+        ``out = step_fn(batch)`` of a parameter): what the functions the run passes there return, when it says
+        (asking records the parameter's name)."""
+        held = self.passed_callables.held(self.function, name) if self.function is not None else None
+        if held is None:
+            return None
+        key = parameter_key(self.path, held)
+        kind = self.imported_returns.get(key)
+        if kind is None:
+            self.unknown_imports.add(key)
+        return kind
 
     def _callable_elements(self, value: cst.BaseExpression) -> Tuple["CallRef", ...]:
         """``[record, Progress(10)]``, ``{"on_step_end": [record, tracker]}``: the functions and

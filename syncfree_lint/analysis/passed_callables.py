@@ -17,6 +17,17 @@ import libcst as cst
 
 from syncfree_lint.analysis.filefacts import CallSite
 
+#: name of a call of a parameter (``PARAMETER_KEY + function id + "|" + parameter``) in ``calls_out`` and in the
+#: return kinds a file asks for: the run hands the argument kinds to the functions passed there, and tells what they
+#: return (``run_kinds``)
+PARAMETER_KEY = "parameter "
+
+
+def parameter_key(path: str, held: Tuple[str, str]) -> str:
+    """The run-wide name of parameter ``held`` (function qualname, parameter) of the file at ``path``."""
+    return f"{PARAMETER_KEY}{path}::{held[0]}|{held[1]}"
+
+
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
     from syncfree_lint.analysis.scope import FunctionFrame, Placement

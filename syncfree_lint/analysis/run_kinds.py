@@ -33,7 +33,7 @@ from syncfree_lint.analysis.callgraph import (
     namespace_prefixes,
     passed_to_parameters,
 )
-from syncfree_lint.analysis.arguments import PARAMETER_KEY
+from syncfree_lint.analysis.passed_callables import PARAMETER_KEY
 from syncfree_lint.analysis.filefacts import STEP, ArgKinds, ExternalKinds, FileFacts
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX, class_of_kind
 from syncfree_lint.knowledge.frequency import MODULE_BASE_SUFFIXES
@@ -66,6 +66,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
     owners: Set[str] = set()  # dotted names that own a function of the run (modules and classes), when asked
     factories = _factory_modules(all_facts)
     unread: Dict[str, Set[str]] = {}  # skipped files whose functions' results a step needs: path -> qualnames
+    passed: Optional[Dict[str, List[Tuple[str, bool]]]] = None  # functions passed to parameters, when asked
     for facts in all_facts:
         if facts.path not in reported or not facts.unknown_imports:
             continue
@@ -78,7 +79,11 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
             if name in attributes:  # `loss_fn.center`: a buffer of a class of another file
                 learned_returns.setdefault(facts.path, {})[name] = attributes[name]
                 continue
-            targets = lookup(index, name, facts.root)
+            if name.startswith(PARAMETER_KEY):  # `self.pair_loss(est, ref)`: what the functions passed there return
+                passed = _functions_passed(all_facts, index) if passed is None else passed
+                targets = [function_id for function_id, _ in passed.get(name[len(PARAMETER_KEY):], ())]
+            else:
+                targets = lookup(index, name, facts.root)
             in_skipped = _in_skipped_file(name, factories) if not targets and factories else None
             if in_skipped is not None:  # `create_diffusion()` of a package __init__ with no torch word
                 unread.setdefault(in_skipped[0], set()).add(in_skipped[1])

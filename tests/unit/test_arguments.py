@@ -20,8 +20,9 @@ PRELUDE = 'import torch\nimport numpy\nx = torch.randn(3, device="cuda")\nn = nu
 def seeds_of(source: str) -> Seeds:
     source = PRELUDE + source
 
-    def walk(kinds: Seeds) -> ModuleAnalysis:
-        analysis = ModuleAnalysis("t.py", source, cst.parse_module(source), [], frozenset(), parameter_kinds=kinds)
+    def walk(kinds: Seeds, returns) -> ModuleAnalysis:
+        analysis = ModuleAnalysis("t.py", source, cst.parse_module(source), [], frozenset(), parameter_kinds=kinds,
+                                  earlier_returns=returns)
         analysis.run()
         return analysis
 

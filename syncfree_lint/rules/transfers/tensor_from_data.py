@@ -21,6 +21,8 @@ class TensorFromPythonData(Rule[cst.Call]):
                     "once outside the step, or keep it a CPU tensor",
         "default_device": "`torch.{function}(...)` with an accelerator as the default device copies host data to the "
                           "device in a step and waits; build it once outside the step",
+        "new_tensor": "`.new_tensor(...)` of host data in a step copies it to the tensor's device and waits; build it "
+                      "once outside the step (`register_buffer` in a module)",
     }
     node_types = (cst.Call,)
     invalid = (
@@ -32,6 +34,15 @@ class TensorFromPythonData(Rule[cst.Call]):
             for x, y in loader:
                 weights = torch.tensor([1.0, 2.0, 0.5], device="cuda")
                 F.cross_entropy(model(x), y, weight=weights).backward()
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, loader, class_weights):
+            for x, y in loader:
+                logits = model(x.cuda())
+                F.cross_entropy(logits, y.cuda(), weight=logits.new_tensor(class_weights)).backward()
         """,
     )
     valid = (
@@ -53,11 +64,24 @@ class TensorFromPythonData(Rule[cst.Call]):
                 weights = torch.tensor([1.0, 2.0, 0.5], device="cpu")
                 F.cross_entropy(model(x), y, weight=weights).backward()
         """,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, loader, class_weights):
+            weights = None
+            for x, y in loader:
+                logits = model(x.cuda())
+                if weights is None:
+                    weights = logits.new_tensor(class_weights)
+                F.cross_entropy(logits, y.cuda(), weight=weights).backward()
+        """,
     )
     doc = """
 ## What it does
 Flags `torch.tensor(<python data>, device=<accelerator>)` and
-`torch.as_tensor(<python data or numpy>, device=...)` inside a step. In a file that makes an
+`torch.as_tensor(<python data or numpy>, device=...)` inside a step, and `t.new_tensor(<host data>)` of a tensor
+not known to be on the CPU (it builds on `t`'s device). In a file that makes an
 accelerator the default device (`torch.set_default_device("cuda")`,
 `torch.set_default_tensor_type(torch.cuda.FloatTensor)`), also `torch.tensor(data)` and
 `torch.Tensor([...])` without `device=`: they build on the accelerator too.
@@ -94,6 +118,12 @@ be step-invariant.
 
     def check(self, node: cst.Call, ctx: SemanticModel) -> None:
         if not isinstance(node.func, (cst.Attribute, cst.Name)):
+            return
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "new_tensor":
+            data, device = positional(node, 0), keyword_value(node, "device")  # `pw.new_tensor(self.perm_list)`:
+            if data is not None and ctx.maybe_tensor(node.func.value) and ctx.kind(data) not in tensors.DEVICE_TENSORS \
+                    and (device is None or not ctx.is_cpu_device(device)):  # on `pw`'s device, from host data
+                ctx.report(self, node, "new_tensor")
             return
         qual = ctx.qualname(node.func) or ""
         device = keyword_value(node, "device")
