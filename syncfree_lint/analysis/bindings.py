@@ -420,7 +420,8 @@ class BindingsMixin:
         if over_loader:
             self._bind_batch(target, item_kind)
             return
-        kind = self.kind(iterable)
+        kind = self.kind(iterable) if not isinstance(iterable, (cst.Tuple, cst.List)) else tensors.tuple_kind(
+            [self.kind(e.value) for e in iterable.elements if isinstance(e, cst.Element)])  # `for t in (x, *rest)`
         if kind in (tensors.BATCH, tensors.HOST_BATCH):
             self._bind_batch(target, kind)  # the items of a batch: where the batch is
         elif kind == tensors.TENSORS and isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
@@ -428,14 +429,11 @@ class BindingsMixin:
             self._bind_target(target, tensors.TENSOR)
         elif kind in (tensors.HOST_TENSOR, tensors.NUMPY):
             self._bind_target(target, kind)  # rows of a host tensor or an array stay on the host
-        elif kind == tensors.RECORDS and isinstance(target, cst.Name):
-            self._bind_target(target, tensors.TENSORS)  # `for t in targets`: each a dict of device tensors
         elif kind == tensors.TENSORS and isinstance(target, (cst.Tuple, cst.List)):
             self._bind_batch(target, tensors.TENSOR)  # `for boxes, labels in targets`: parts of device items
         else:
-            # a module iterated is a container of modules (``for head in self.heads``: an ``nn.ModuleList``)
-            self._bind_target(target, tensors.TENSOR if kind in tensors.DEVICE_TENSORS else kind if kind == tensors.MODULE
-                              and isinstance(target, cst.Name) else None)
+            self._bind_target(target, tensors.element_of(kind) if isinstance(target, cst.Name) or kind in tensors.DEVICE_TENSORS
+                              else None)
 
     def _bind_batch(self, target: cst.BaseExpression, kind: str) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):

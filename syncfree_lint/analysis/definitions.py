@@ -82,6 +82,7 @@ class DefinitionsMixin:
                 "an event handler run every iteration" if per_event and name not in self.step_functions else \
                 "a framework hook run per batch" if name not in self.step_functions else "named as a step"
         self.functions[qualname] = frame
+        frame.outer = self.function  # a closure: the parameters of the functions around it are in reach
         saved = (self.function, self.loops, self.guard_depth, self.guard_nodes)
         self.function, self.loops, self.guard_depth, self.guard_nodes = frame, [], 0, []
         saved_grad, self.grad_off = self.grad_off, decorated_grad_off(node, self.qualname)

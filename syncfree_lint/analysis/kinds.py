@@ -61,6 +61,22 @@ def tuple_elements(kind: Optional[str]) -> Optional[List[Optional[str]]]:
     return [None if part == "?" else part for part in kind[1:-1].split(",")]
 
 
+def element_of(kind: Optional[str]) -> Optional[str]:
+    """What a loop over a value of ``kind`` gives each time: rows of a device tensor are device tensors, each
+    record of ``RECORDS`` a dict of them, each part of a tuple of device tensors (``for t in (seqs, *aligned)``)
+    a device tensor, and each element of a module a module (``for head in self.heads``: an ``nn.ModuleList``)."""
+    if kind in DEVICE_TENSORS:
+        return TENSOR
+    if kind == RECORDS:
+        return TENSORS
+    if kind == MODULE:
+        return MODULE
+    elements = tuple_elements(kind)
+    if elements and all(element in DEVICE_TENSORS for element in elements if element is not None):
+        return TENSOR
+    return None
+
+
 def merge(left: Optional[str], right: Optional[str]) -> Optional[str]:
     """The kind of a name after two branches bound it to ``left`` and ``right``."""
     if left == right:

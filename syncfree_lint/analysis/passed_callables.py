@@ -11,11 +11,12 @@ self.callbacks: cb(self, loss)``): the call counts as a call of ``__init__``'s p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from syncfree_lint.analysis.filefacts import CallSite
+from syncfree_lint.analysis.nodes import local_names
 
 #: name of a call of a parameter (``PARAMETER_KEY + function id + "|" + parameter``) in ``calls_out`` and in the
 #: return kinds a file asks for: the run hands the argument kinds to the functions passed there, and tells what they
@@ -44,6 +45,8 @@ class PassedCallables:
     elements: Dict[Tuple[str, str], Tuple[str, str]] = field(default_factory=dict)
     #: (class qualname, ``self.attr``) -> (the method that keeps a parameter there, the parameter)
     kept: Dict[Tuple[str, str], Tuple[str, str]] = field(default_factory=dict)
+    #: nested function qualname -> the names it binds itself (a closure's own names hide the outer parameters)
+    locals_of: Dict[str, FrozenSet[str]] = field(default_factory=dict)
 
     def keep(self, frame: "FunctionFrame", attribute: str, value: cst.BaseExpression) -> None:
         """``self.callbacks = callbacks`` (or ``list(callbacks)``, ``tuple(...)``) in a method."""
@@ -60,7 +63,14 @@ class PassedCallables:
             return frame.qualname, name
         if name.startswith("self.") and frame.class_frame is not None:
             return self.kept.get((frame.class_frame.qualname, name))
-        return self.elements.get((frame.qualname, name))
+        element = self.elements.get((frame.qualname, name))
+        if element is None and frame.outer is not None and "." not in name and isinstance(frame.node, cst.FunctionDef):
+            own = self.locals_of.get(frame.qualname)
+            if own is None:
+                own = self.locals_of[frame.qualname] = local_names(frame.node)
+            if name not in own:
+                return self.held(frame.outer, name)  # a closure calling a parameter of the function around it
+        return element
 
     def iterates(self, frame: Optional["FunctionFrame"], name: str) -> bool:
         """``name`` is a loop variable over a parameter of ``frame`` or a list kept from one (``for cb in callbacks``)."""

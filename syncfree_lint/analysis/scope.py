@@ -36,7 +36,7 @@ class FunctionFrame:
         self.returns: List[Optional[str]] = []
         self.has_step_loop = False  # an epoch function: its code outside that loop runs once per call
         self.why = ""  # what makes it a step function, for the reach chain (``--show-reach``)
-        self.outer: Optional["FunctionFrame"] = None  # a lambda bound to a name (``node``): the function around it
+        self.outer: Optional["FunctionFrame"] = None  # the function around a nested function or a named lambda
 
     def scope_node(self) -> Optional[cst.CSTNode]:
         """The ``def`` whose body holds this code: this function's, or for a lambda the nearest around it (None:

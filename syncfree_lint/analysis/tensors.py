@@ -22,7 +22,7 @@ from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysi
     ACCELERATOR as ACCELERATOR, BATCH as BATCH, CONTAINERS as CONTAINERS, DEVICE_TENSORS as DEVICE_TENSORS,
     HOST_BATCH as HOST_BATCH, RECORDS as RECORDS,
     HOST_KEYS as HOST_KEYS, HOST_LOADER as HOST_LOADER, HOST_TENSOR as HOST_TENSOR, LOADER as LOADER,
-    LOADERS as LOADERS, Lookup as Lookup, MASK as MASK, METRIC as METRIC, MODULE as MODULE,
+    LOADERS as LOADERS, Lookup as Lookup, element_of as element_of, MASK as MASK, METRIC as METRIC, MODULE as MODULE,
     MODULE_CLASS as MODULE_CLASS, NOT_DEVICE as NOT_DEVICE, NUMBER as NUMBER, NUMPY as NUMPY, OTHER as OTHER,
     TENSOR as TENSOR, TENSORS as TENSORS, _HOST_TENSORS as _HOST_TENSORS, combine as combine, in_place as in_place,
     merge as merge, tuple_elements as tuple_elements, tuple_kind as tuple_kind,
@@ -278,6 +278,10 @@ class TensorInference:
             if qual == "sum" and first is not None and (self.kind(first) == TENSORS or (
                     isinstance(first, (cst.GeneratorExp, cst.ListComp)) and self.kind(first.elt) in DEVICE_TENSORS)):
                 return TENSOR
+        first = positional(node, 0)
+        if qual in ("tuple", "list") and isinstance(first, (cst.GeneratorExp, cst.ListComp)) \
+                and self.kind(first.elt) in DEVICE_TENSORS:
+            return TENSORS  # `tuple(t[:, -n:] for t in (seqs, *aligned))`: device tensors
         if qual in api.NUMBER_CALLS or qual.startswith("math."):
             return NUMBER
         if qual == "dict" and any(self.kind(arg.value) in (DEVICE_TENSORS if arg.keyword else {TENSORS}) for arg in node.args):

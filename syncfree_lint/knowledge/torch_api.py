@@ -53,7 +53,7 @@ MASK_FUNCTIONS = frozenset({
     "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "logical_and", "logical_or",
     "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "greater", "less",
     "greater_equal", "less_equal", "not_equal", "isin", "isclose", "signbit", "bool",
-    "bitwise_not",
+    "bitwise_not", "any", "all",  # reductions to booleans: `(x.abs() < 1).all(dim=1)` is a mask of rows
 })
 #: tensor methods that change only a tensor's layout (its shape, strides, order or storage), not its values nor
 #: its dtype (given integer sizes or dims): a boolean mask stays one (``valid.view(-1)``, ``keep.flatten()``)
