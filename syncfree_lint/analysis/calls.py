@@ -46,10 +46,12 @@ class NameRef:
 
 @dataclass(frozen=True)
 class SelfRef:
-    """``self.method()`` inside ``class_qualname``."""
+    """``self.method()`` inside ``class_qualname``; ``exact`` for ``super().method()``: that class's method, never
+    a subclass's override."""
 
     class_qualname: str
     method: str
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ class CallsMixin:
                 continue
             seen.add(current.qualname)
             if method in current.methods:
-                return SelfRef(current.qualname, method)
+                return SelfRef(current.qualname, method, exact=not own)
             for base in current.bases:
                 if base in self.classes:
                     pending.append(self.classes[base])
@@ -452,7 +454,7 @@ class CallsMixin:
                     break
                 owner = next((self.classes[b] for b in owner.bases if b in self.classes), None)
                 seen += 1
-            for sub in self._subclasses(ref.class_qualname):
+            for sub in self._subclasses(ref.class_qualname) if not ref.exact else ():
                 key = f"{sub}.{ref.method}"
                 if key in self.functions and key not in found:
                     found.append(key)

@@ -17,12 +17,14 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.answers import AnswersMixin
 from syncfree_lint.analysis.arguments import ArgumentsMixin, Seeds
 from syncfree_lint.analysis.bindings import BindingsMixin
-from syncfree_lint.analysis.calls import CallRef, CallsMixin, SelfRef
+from syncfree_lint.analysis.calls import CallRef, CallsMixin, DottedRef, SelfRef
 from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
 from syncfree_lint.analysis.frequency import FrequencyMixin
+from syncfree_lint.analysis.hooks import EACH_HOOK_KEY
 from syncfree_lint.analysis.loops import LoopsMixin
 from syncfree_lint.analysis.device import default_device_is_accelerator
+from syncfree_lint.analysis.dispatchers import Dispatcher, dispatchers, hook_call
 from syncfree_lint.analysis.eval_loops import turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX, InstanceTable, ScopedNames
@@ -133,6 +135,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self.alternatives: ScopedNames[Tuple[CallRef, ...]] = ScopedNames()  # `f if c else g`'s g; lists of callables
         self.bound_arguments: ScopedNames[Tuple[cst.Arg, ...]] = ScopedNames()  # ``partial(f, a, k=v)``'s
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
+        self.dispatchers = dispatchers(module, source)  # functions that call the hook a string names
         self.pass_hooks: List[Any] = []  # (hook, statement, called with, placement, how): per pass or event
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
@@ -404,6 +407,10 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                 self.calls.append(CallSite(self.placement(), each, self.statement))
                 if self.loops:
                     self._loop_calls.append((self.loops[-1], each))
+        if self.dispatchers and ref is not None:  # (a method defined further down is not resolved yet)
+            local = [f"{ref.class_qualname}.{ref.method}"] if isinstance(ref, SelfRef) else self.resolve_local(ref)
+            for qualname in local:
+                self._dispatched_hook(self.dispatchers.get(qualname), node)
         if not self.wraps_callable(node):
             self._passed_functions(node, ref)
         if isinstance(func, (cst.Name, cst.Attribute)) and self.function is not None:  # `cb(x)`, `self.on_step(x)`
@@ -411,6 +418,19 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self._children(node)
 
 
+
+
+    def _dispatched_hook(self, dispatcher: Optional[Dispatcher], node: cst.Call) -> None:
+        """``self._fire("on_batch_end", logs)``: the hook that string names, on each callback (``dispatchers``)."""
+        called = hook_call(dispatcher, node.args) if dispatcher is not None else None
+        if called is None:
+            return
+        ref = DottedRef(EACH_HOOK_KEY + called[0], bound=True)
+        self._record_arguments(ref, called[1])
+        if self.function is not None or self.loops:
+            self.calls.append(CallSite(self.placement(), ref, self.statement))
+            if self.loops:
+                self._loop_calls.append((self.loops[-1], ref))
 
 
 _SPECIAL: Dict[Type[cst.CSTNode], Any] = {

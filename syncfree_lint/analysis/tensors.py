@@ -310,7 +310,7 @@ class TensorInference:
             return MODULE
         if not qual.startswith("torch."):
             return None
-        if qual in api.TORCH_TENSOR_RESULTS:
+        if qual in api.TORCH_TENSOR_RESULTS or qual.startswith(api.TORCH_TENSOR_RESULT_PREFIXES):
             first = positional(node, 0)
             return TENSOR if first is not None and self.kind(first) in DEVICE_TENSORS else None
         if qual in api.TORCH_NUMBER:

@@ -12,4 +12,5 @@ ANALYSIS_WORDS = (
     "backward", ".step(", "zero_grad",  # step markers
     "loader", "data_iter", "dataiter",  # data loaders and their iterators: batches
     "lightning", "accelerat", "fabric",  # frameworks whose modules, accelerators and trackers are known
+    "def on_", "def before_", "def after_",  # hooks a trainer may run per step (``knowledge.callables``), torch or not
 )

@@ -23,6 +23,9 @@ TORCH_NN_TENSOR_CLASSES = frozenset({
 #: one of tensor functions (``torch.autograd.grad(loss, params)``: a gradient per parameter, a tuple
 #: read like the tuples of ``torch.split``)
 TORCH_TENSOR_RESULTS = frozenset({"torch.autograd.grad"})
+#: modules of collectives that return their result as a tensor where the input lives (functional collectives:
+#: ``funcol.all_reduce(x, "sum", group)``, ``funcol.wait_tensor(x)``), unlike ``torch.distributed.all_reduce``
+TORCH_TENSOR_RESULT_PREFIXES = ("torch.distributed._functional_collectives.", "torch.distributed.nn.functional.")
 TORCH_NON_TENSOR = frozenset({
     "torch.device", "torch.dtype", "torch.Size", "torch.is_tensor", "torch.is_storage",
     "torch.is_floating_point", "torch.is_complex", "torch.numel", "torch.get_default_dtype",
@@ -178,3 +181,13 @@ COUNTER_KEY_WORDS = frozenset({"step", "epoch", "iteration", "iter"})
 #: a name of unknown kind starting so is a count, a Python int (``num_classes``, ``n_bins``): written through a
 #: boolean mask, it is a scalar fill (``target[ignored] = num_classes``), not a tensor copy
 COUNT_NAME_PREFIXES = ("num_", "n_")
+#: names of the objects that hold a run's settings (``self.cfg.max_depth``, ``args.clip``): what is read from
+#: them is a Python value (a number, a string), never a tensor
+SETTINGS_HOLDERS = frozenset({"cfg", "config", "conf", "args", "opts", "hparams", "hp", "hps", "flags", "settings",
+                              "options"})
+
+
+def reads_setting(name: str) -> bool:
+    """``self.cfg.max_depth``, ``args.clip_value``, ``config.train.min_depth``: an attribute of a settings holder."""
+    parts = name.split(".")
+    return len(parts) >= 2 and any(part.lower() in SETTINGS_HOLDERS for part in parts[:-1])

@@ -33,6 +33,11 @@ def seeds_of(source: str) -> Seeds:
 @pytest.mark.parametrize("source,expected", [
     # one call passing a device tensor
     ("def f(a):\n    pass\nf(x)\n", {"f": {"a": T.TENSOR}}),
+    # `super().__init__(...)` runs the base's method, not a subclass's override with other parameters
+    ("class B:\n    def __init__(self, a, last=None):\n        pass\n"
+     "class C(B):\n    def __init__(self, a, warmup):\n        super().__init__(a, x)\n"
+     "class D(C):\n    def __init__(self, a, warmup, b):\n        super().__init__(a, 1.0)\n",
+     {"B.__init__": {"last": T.TENSOR}, "C.__init__": {"warmup": T.NUMBER}}),
     # by keyword, and a keyword-only parameter
     ("def f(a, *, b):\n    pass\nf(b=x, a=1.0)\n", {"f": {"a": T.NUMBER, "b": T.TENSOR}}),
     # a device tensor at one call and an unknown value at another: the tensor call syncs

@@ -1006,3 +1006,13 @@ def test_a_batch_key_that_names_a_mask(key: str, kind: object) -> None:
     """`batch["loss_mask"]` of a dict of device tensors is a mask (``api.MASK_KEY_WORDS``)."""
     assert "mask" in api.MASK_KEY_WORDS
     assert kind_of(f'{{"labels": x, "loss_mask": x > 0}}[{key}]') == kind
+
+
+@pytest.mark.parametrize("expression,kind", [
+    ('torch.distributed._functional_collectives.all_reduce(x, "sum", None)', T.TENSOR),
+    ("torch.distributed._functional_collectives.wait_tensor(x)", T.TENSOR),
+    ("torch.distributed.nn.functional.all_reduce(x)", T.TENSOR),
+    ("torch.distributed.all_reduce(x)", T.OTHER),  # in place: the call returns a work handle or None
+])
+def test_functional_collectives_return_tensors(expression: str, kind: object) -> None:
+    assert kind_of(expression) == kind

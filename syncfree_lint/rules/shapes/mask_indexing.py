@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.rules.base import Rule, method_call
@@ -123,6 +124,8 @@ def _python_scalar(expr: cst.BaseExpression, ctx: SemanticModel) -> bool:
         return True
     if isinstance(expr, cst.Attribute) and (ctx.qualname(expr) or "") in ("math.inf", "math.nan", "float"):
         return True
+    if isinstance(expr, cst.Attribute) and api.reads_setting(dotted(expr) or ""):
+        return True  # `pred[torch.isinf(pred)] = self.cfg.max_depth`: a setting, a Python number
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float":
         return True
     if isinstance(expr, cst.BinaryOperation):  # `1.0 / num_codes`
