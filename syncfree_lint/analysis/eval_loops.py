@@ -57,16 +57,11 @@ def cuts_into_batches(iterable: cst.BaseExpression) -> bool:
     return _batch_split(iterable)
 
 
-def _is_split_call(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and (dotted(expr.func) or "").rsplit(".", 1)[-1] == "split"
-
-
 def _batch_split(expr: cst.BaseExpression) -> bool:
     """``x.split(bs)`` or ``torch.split(x, bs)`` along dimension 0."""
-    if not _is_split_call(expr):
+    if not (isinstance(expr, cst.Call) and (dotted(expr.func) or "").rsplit(".", 1)[-1] == "split"):
         return False
-    assert isinstance(expr, cst.Call)
-    method = isinstance(expr.func, cst.Attribute) and dotted(expr.func) not in ("torch.split",)
+    method = isinstance(expr.func, cst.Attribute) and dotted(expr.func) != "torch.split"
     positional = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
     sizes = positional[:1] if method else positional[1:2]
     dims = positional[1:] if method else positional[2:]

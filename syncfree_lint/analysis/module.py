@@ -403,10 +403,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
             inherited = self.inherited(each) if isinstance(each, SelfRef) else None
             if inherited is not None:  # `self.log_value(loss)` of a base in another file learns `loss`
                 self._record_arguments(inherited, node.args)
-            if self.function is not None or self.loops:
-                self.calls.append(CallSite(self.placement(), each, self.statement))
-                if self.loops:
-                    self._loop_calls.append((self.loops[-1], each))
+            self._add_call_site(each)
         if self.dispatchers and ref is not None:  # (a method defined further down is not resolved yet)
             local = [f"{ref.class_qualname}.{ref.method}"] if isinstance(ref, SelfRef) else self.resolve_local(ref)
             for qualname in local:
@@ -427,6 +424,10 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
             return
         ref = DottedRef(EACH_HOOK_KEY + called[0], bound=True)
         self._record_arguments(ref, called[1])
+        self._add_call_site(ref)
+
+    def _add_call_site(self, ref: CallRef) -> None:
+        """A call of ``ref`` here, where code that runs more than once can call (in a function or a loop)."""
         if self.function is not None or self.loops:
             self.calls.append(CallSite(self.placement(), ref, self.statement))
             if self.loops:
