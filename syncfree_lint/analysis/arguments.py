@@ -108,7 +108,7 @@ class ArgumentsMixin:
             if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
                 kind = self._object_kind(value, constructed=constructor) or self._objects_kind(value) or kind
             elif kind == tensors.MODULE:  # a module of a known class: both
-                named = self._object_kind(value)
+                named = self._object_kind(value, constructed=constructor)
                 kind = MODULE_OBJECT_KIND_PREFIX + named[len(OBJECT_KIND_PREFIX):] if named else kind
             if arg.keyword is not None:
                 keywords.append((arg.keyword.value, kind))

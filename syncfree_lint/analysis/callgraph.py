@@ -55,6 +55,8 @@ class CallGraph:
 FunctionIndex = Dict[str, List[Tuple[str, str]]]
 #: the prefix of a class's entry in the index (a space: never part of a dotted name)
 CLASS_KEY = "class "
+#: index entries for an attribute a class keeps an object of a known class in (``FileFacts.held``)
+HELD_KEY = "held "
 #: how many bases deep ``lookup`` follows an inherited method
 _MAX_INHERITANCE = 8
 
@@ -84,6 +86,9 @@ def _entries(facts: FileFacts) -> List[Tuple[str, Tuple[str, str]]]:
         out.append(((HOOK_KEY if is_hook_name(method) else METHOD_KEY) + method, (facts.root, function_id)))
         if declared:
             out.append((DECLARED_KEY + method, (facts.root, function_id)))
+    for attribute, held in facts.held.items():
+        out.append((HELD_KEY + attribute, (facts.root, held)))
+        out.extend((f"{HELD_KEY}{prefix}.{attribute}", (facts.root, held)) for prefix in prefixes)
     for class_name, bases in facts.classes.items():
         for base in bases:
             value = (facts.root, base)
@@ -288,7 +293,14 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
             or lookup(index, name[: -len(_CALL)] + ".forward", importer_root)
     if not candidates:
         owner, dot, method = name.rpartition(".")
-        bases = index.get(CLASS_KEY + owner) if dot and depth < _MAX_INHERITANCE else None
+        if not dot or depth >= _MAX_INHERITANCE:
+            return []
+        for _, held in _same_root_first(index.get(HELD_KEY + name, ()), importer_root):  # `obj.users(x)`: what it holds
+            found = lookup(index, held + _CALL, importer_root, depth + 1) \
+                or lookup(index, held + ".forward", importer_root, depth + 1)
+            if found:
+                return found
+        bases = index.get(CLASS_KEY + owner)
         if not bases:
             return []
         same_root = [base for root, base in bases if root == importer_root] or [base for _, base in bases]
@@ -304,6 +316,11 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
     # script, before a copy of it in another project of the same repository)
     nearest = max(_shared_depth(root, importer_root) for root, _ in candidates)
     return [fid for root, fid in candidates if _shared_depth(root, importer_root) == nearest]
+
+
+def _same_root_first(entries: Sequence[Tuple[str, str]], importer_root: str) -> List[Tuple[str, str]]:
+    """``entries`` of the importer's own root, else all of them."""
+    return [entry for entry in entries if entry[0] == importer_root] or list(entries)
 
 
 def _shared_depth(root: str, other: str) -> int:

@@ -56,8 +56,7 @@ class SelfRef:
 
 @dataclass(frozen=True)
 class DottedRef:
-    """An imported function, by its qualified name; ``bound`` for a method called on an instance
-    (``meter.update(x)``: the instance fills ``self``)."""
+    """An imported function, by its qualified name; ``bound`` for a method called on an instance (``meter.update(x)``)."""
 
     qualname: str
     bound: bool = False
@@ -158,7 +157,7 @@ class CallsMixin:
             if isinstance(func.value, cst.Name):
                 instance = self.instances.lookup(prefix, func.value.value)
                 if instance is not None:  # `meter.update(x)` on `meter = Meter()`
-                    return method_ref(instance, func.attr.value)
+                    return self.member_ref(instance, func.attr.value)
                 origin = self.results_of.lookup(prefix, func.value.value)
                 if origin is not None:  # `scorer.score(x)` on `scorer = create_scorer()`: its class is worth learning
                     self.objects_wanted.add(origin)
@@ -167,20 +166,29 @@ class CallsMixin:
                     self.unknown_reads.add((self.function.qualname, func.value.value))
             element = self.instance_class(func.value) if isinstance(func.value, cst.Subscript) else None
             if element is not None:  # `meters["loss"].update(x)` on `meters = {k: Meter() for k in names}`
-                return method_ref(element, func.attr.value)
+                return self.member_ref(element, func.attr.value)
             text = dotted(func)
             if text is None:  # `clients[i].local_train()`, `make()().run()`
                 return self._unknown_receiver(func, None)
             owner = text.rsplit(".", 1)[0]
             if self.class_frame is not None and owner in self.class_frame.attr_classes:
                 local, class_name = self.class_frame.attr_classes[owner]
-                return method_ref(ClassRef(local, class_name), func.attr.value)
+                return self.member_ref(ClassRef(local, class_name), func.attr.value)
             if self.imports.imported(text.split(".")[0]):
                 if (qual or "").split(".")[0] in LIBRARY_HEADS:
                     return None
                 return DottedRef(qual or text)
             return self._unknown_receiver(func, NameRef(text, prefix))
         return None
+
+    def member_ref(self, cls: ClassRef, name: str) -> CallRef:
+        """A call of ``name`` on an instance of ``cls``: its method, or the ``__call__`` of an object of a known class
+        it keeps there (``model.users(x)`` on ``self.users = Tower()``; of another file: ``callgraph.lookup``)."""
+        frame = self.classes.get(cls.name) if cls.local else None
+        held = frame.attr_classes.get(f"self.{name}") if frame is not None else None
+        if held is not None and frame is not None and self._method_of(frame, name, True) is None:
+            return method_ref(ClassRef(*held), "__call__")
+        return method_ref(cls, name)
 
     def _unknown_receiver(self, func: cst.Attribute, ref: Optional[NameRef]) -> Optional[CallRef]:
         """``ref`` (``Class.static_method()`` of this module, or a hook on an unknown object), else

@@ -124,6 +124,9 @@ class FileFacts:
     # dotted class name -> the dotted names of its bases, so a method a class inherits from a
     # class of another file is found under the subclass's name (``callgraph.lookup``)
     classes: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    # what its classes keep on their instances, by dotted name (``app.Model.users`` -> ``app.Tower``): a call of
+    # the attribute through an instance (``self.model.users(x)``) runs the held object's ``__call__`` or ``forward``
+    held: Dict[str, str] = field(default_factory=dict)
     errors: List[Diagnostic] = field(default_factory=list)
     has_step: bool = False  # a step loop or a step function of its own
     skipped: bool = False  # not parsed: the text pre-filter found no word any rule or analysis starts from

@@ -48,6 +48,10 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             facts.classes[f"{walk.module_name}.{qual}" if walk.module_name else qual] = tuple(
                 (f"{walk.module_name}.{base}" if walk.module_name else base) if base in walk.classes else base
                 for base in frame.bases if base)
+        for attribute, (in_file, held) in frame.attr_classes.items():
+            if attribute.count(".") == 1 and attribute.startswith("self."):
+                facts.held[f"{walk.module_name}.{qual}{attribute[4:]}" if walk.module_name else qual + attribute[4:]] = \
+                    (f"{walk.module_name}.{held}" if walk.module_name else held) if in_file else held
     _kind_facts(walk, facts, function_id)
     facts.meters = _meters(walk)
     facts.dtypes = _dtypes_asked(walk)
