@@ -7,8 +7,8 @@ Reads what ``sync_debug_run.py`` wrote on the GPU machine and lints the same fil
 rule, the opt-in ones too; each folder linted whole, as a project).  A GPU line that synced at
 least once per optimizer step (and not all after the last step) and that no finding covers is a
 miss; one that synced less often (after the loop, at a log interval, once per epoch) is not the
-linter's business.  SFL304/SFL305 are reported where a torchmetrics metric is built, for its
-updates: an ``m.update(`` line is covered by them at ``m = ...`` (shown as ``CODE@init``).  A finding on a
+linter's business.  SFL304 is reported where a torchmetrics metric is built, for its
+updates: an ``m.update(`` line is covered by it at ``m = ...`` (shown as ``CODE@init``).  A finding on a
 line that never synced on the GPU is listed too: a finding for a sync the detector does not see,
 code the run did not reach, or a false alarm.  The fixed copies of ``fixtures/fix_programs/`` are
 compared with their originals: the same printed lines and result, and fewer syncs.
@@ -45,7 +45,7 @@ def lint(folders: list[str]) -> dict[str, list[tuple[int, int, str]]]:
     return found
 
 
-_AT_CONSTRUCTOR = ("SFL304", "SFL305")  # reported where the metric is built, for its updates
+_AT_CONSTRUCTOR = ("SFL304",)  # reported where the metric is built, for its updates
 
 
 def constructor_codes(path: str, line: int, found: dict) -> list[str]:

@@ -6,8 +6,7 @@ defined in this module; imported ones are resolved by the whole run (``analysis.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -19,73 +18,22 @@ from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames, constructed_class
 from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_names
-from syncfree_lint.knowledge.callables import BUILTIN_BASES, CALLABLE_WRAPPERS, HOOK_METHOD_PREFIXES
+from syncfree_lint.analysis.call_refs import (  # re-exported: the analysis reads them as calls.X
+    METHOD_KEY as METHOD_KEY, CallRef as CallRef, DottedRef as DottedRef, NameRef as NameRef, SelfRef as SelfRef,
+    by_method_name as by_method_name, callee_name as callee_name, method_ref as method_ref,
+)
+from syncfree_lint.knowledge.callables import BUILTIN_BASES, CALLABLE_WRAPPERS
 from syncfree_lint.knowledge.frequency import PER_PASS_HOOK_REGISTRATIONS
-from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement
 
 #: modules whose functions never run user code (no edge is recorded for them)
 LIBRARY_HEADS = frozenset({"torch", "numpy", "math", "os", "sys", "time", "logging", "random"})
-#: the index key of a method called by its name alone (a space: never part of a dotted name)
-METHOD_KEY = "method "
 #: wrappers whose first argument is the iterable a loop really runs
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip"})
 #: suffix of a ``callables`` name for what ``next(name)`` runs (``it = iter(sampler)``: ``Sampler.__iter__``)
 NEXT_OF = " next()"
-
-
-@dataclass(frozen=True)
-class NameRef:
-    """``f()`` or ``Class.static()`` looked up from ``scope`` (the caller's dotted prefix) outwards."""
-
-    name: str
-    scope: str
-
-
-@dataclass(frozen=True)
-class SelfRef:
-    """``self.method()`` inside ``class_qualname``; ``exact`` for ``super().method()``: that class's method, never
-    a subclass's override."""
-
-    class_qualname: str
-    method: str
-    exact: bool = False
-
-
-@dataclass(frozen=True)
-class DottedRef:
-    """An imported function, by its qualified name; ``bound`` for a method called on an instance (``meter.update(x)``)."""
-
-    qualname: str
-    bound: bool = False
-
-
-CallRef = Union[NameRef, SelfRef, DottedRef]
-
-
-def callee_name(ref: CallRef) -> str:
-    """How a reach chain shows the call: ``helper()``."""
-    if isinstance(ref, SelfRef):
-        return ref.method + "()"
-    text = ref.name if isinstance(ref, NameRef) else ref.qualname
-    return text.rsplit(".", 1)[-1].rsplit(" ", 1)[-1] + "()"  # `method record_step` (``by_method_name``) too
-
-
-def method_ref(cls: ClassRef, method: str) -> CallRef:
-    """A call of ``method`` on an instance of ``cls``."""
-    return SelfRef(cls.name, method) if cls.local else DottedRef(f"{cls.name}.{method}", bound=True)
-
-
-def by_method_name(method: str) -> Optional[DottedRef]:
-    """A call of ``method`` on a receiver whose class the code does not say (``client.local_train()``,
-    ``self.server.record_step()``): the run resolves it to the one project class that defines a
-    method of that name (``callgraph.lookup``). Not for names library objects share
-    (``knowledge.library_methods``), dunders, nor callback hooks (``analysis.hooks``)."""
-    if method.startswith("__") or method in LIBRARY_METHOD_NAMES or method.startswith(HOOK_METHOD_PREFIXES):
-        return None
-    return DottedRef(METHOD_KEY + method, bound=True)
 
 
 def _is_super_call(expr: cst.BaseExpression) -> bool:
@@ -399,7 +347,16 @@ class CallsMixin:
         ref = self.function_value(expr) or self._called_instance(expr)
         if ref is None and isinstance(expr, cst.Name):  # `callbacks = [Printer(10), meter]`, handed over by name
             return list(self.alternatives.lookup(".".join(self._prefix), expr.value) or ())
+        if ref is None:  # `self.PHASES` of a class body's `PHASES = (forward, backward)`
+            return list(self.class_alternatives(expr) or ())
         return [ref] if ref is not None else []
+
+    def class_alternatives(self, expr: cst.BaseExpression) -> Optional[Tuple[CallRef, ...]]:
+        """The callables ``self.NAME`` holds where the class body binds ``NAME`` to a display of them."""
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+                and self.class_frame is not None:
+            return self.alternatives.held_in(self.class_frame.qualname, expr.attr.value)
+        return None
 
     def context_methods(self, expr: cst.BaseExpression) -> List[CallRef]:
         """``with timer:`` (``timer = StepTimer()``, ``self.timer``, ``StepTimer()``, ``timer("fwd")``): its class's

@@ -147,6 +147,10 @@ class ScopedNames(Generic[HeldT]):
         self._by_scope[(scope, name)] = held
         self._names.add(name)
 
+    def held_in(self, scope: str, name: str) -> Optional[HeldT]:
+        """What ``name`` holds in ``scope`` itself (a class body's ``PHASES = (...)``, read as ``self.PHASES``)."""
+        return self._by_scope.get((scope, name)) if name in self._names else None
+
     def lookup(self, scope: str, name: str) -> Optional[HeldT]:
         """What ``name`` holds seen from ``scope``, looking outwards to the module."""
         if name not in self._names:

@@ -62,6 +62,7 @@ class ObjectsMixin:
     wraps_callable: Callable[[cst.Call], bool]
     _iterated_function: Callable[[cst.BaseExpression], Optional["CallRef"]]
     _passed_values: Callable[[cst.BaseExpression], List["CallRef"]]
+    class_alternatives: Callable[[cst.BaseExpression], Optional[Tuple["CallRef", ...]]]
     _ref_return_kind: Callable[["CallRef", bool], Optional[str]]
     lookup: Callable[[str], Optional[str]]
     resolve_local: Callable[["CallRef"], List[str]]
@@ -155,9 +156,14 @@ class ObjectsMixin:
                                                        and isinstance(iterable.func, cst.Attribute)
                                                        and iterable.func.attr.value == "values"):
             iterable = iterable.value if isinstance(iterable, cst.Subscript) else iterable.func.value  # type: ignore[attr-defined]
-        if not isinstance(target, cst.Name) or not isinstance(iterable, cst.Name):
+        if not isinstance(target, cst.Name):
             return
         scope = ".".join(self._prefix)
+        if not isinstance(iterable, cst.Name):  # `for phase in self.PHASES:` of a class body's display
+            held = self.class_alternatives(iterable)
+            if held is not None:
+                self.alternatives.bind(scope, target.value, held)
+            return
         held = self.alternatives.lookup(scope, iterable.value)
         if held is not None or self.alternatives.lookup(scope, target.value) is not None:
             self.alternatives.bind(scope, target.value, held)

@@ -1,20 +1,27 @@
-"""SFL305: a classification metric that validates its inputs, updated in a step."""
+"""SFL305: an update of a classification metric that validates its inputs, in a step."""
 from __future__ import annotations
 
 import libcst as cst
 
 from syncfree_lint.analysis.metric_sites import MetricSite, is_classification
 from syncfree_lint.analysis.call_args import keyword_value
-from syncfree_lint.rules.torchmetrics._common import SWITCH_DOC, ConstructionRule
+from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.fixes.metric_switch import switch_plan
+from syncfree_lint.rules.base import Rule
+from syncfree_lint.rules.torchmetrics._common import SWITCH_DOC, SWITCH_TITLE
 
 
-class ValidatingClassifier(ConstructionRule):
+class ValidatingClassifier(Rule[cst.Call]):
     code = "SFL305"
     name = "validating-classification-metric"
     messages = {
-        "default": "classification metric built with `validate_args=True` (the default) and updated in a step: "
+        "default": "classification metric updated in a step validates its inputs (`validate_args=True`, the default): "
                    "`torch.unique` syncs every update",
+        "metric": "torchmetrics `{metric}` {call} validates its inputs (`validate_args=True`, the default): "
+                  "`torch.unique` syncs every step; use `syncfree.{metric}` or build it with `validate_args=False`",
     }
+    fix_title = SWITCH_TITLE
+    node_types = (cst.Call,)
     evidence = ("metric",)
     invalid = (
         """
@@ -46,9 +53,11 @@ class ValidatingClassifier(ConstructionRule):
     )
     doc = """
 ## What it does
-Flags the construction of a torchmetrics classification metric (`Accuracy`, `Precision`,
-`Recall`, `F1Score`, `ConfusionMatrix`, their `Binary*`/`Multiclass*` forms, ...) that leaves
-`validate_args` at its default `True`, when it is updated in a step.
+Flags an update in a step (`update(...)`, or a call: `metric(preds, target)`) of a torchmetrics
+classification metric (`Accuracy`, `Precision`, `Recall`, `F1Score`, `ConfusionMatrix`, their
+`Binary*`/`Multiclass*` forms, ...) built with `validate_args` left at its default `True`; an
+update of a collection names each such member. The sync happens at the update, so that is where
+it is reported; the fix changes the construction.
 
 ## Why it syncs
 Input validation calls `torch.unique` on the targets and checks the values in Python: a
@@ -71,10 +80,21 @@ unsafe change); torchmetrics' multiclass update still counts with `torch.bincoun
 size depends on the data, so only the `syncfree` metric removes every per-update sync.
 """ + SWITCH_DOC
 
-    def applies(self, site: MetricSite) -> bool:
-        if not is_classification(site.class_name):
-            return False
-        if site.call is None:
-            return False  # a dict of metrics: its members are sites of their own
-        value = keyword_value(site.call, "validate_args")
-        return value is None or (isinstance(value, cst.Name) and value.value == "True")
+    def check(self, node: cst.Call, ctx: SemanticModel) -> None:
+        found = ctx.metric_call(node)
+        if found is None or found[1] == "compute":
+            return
+        site, call = found
+        named = set()
+        for target in site.members if site.members else (site,):
+            if target.class_name not in named and validates(target):
+                named.add(target.class_name)
+                ctx.report(self, node, "metric", metric=target.class_name, call=call, fix=switch_plan(ctx, target))
+
+
+def validates(site: MetricSite) -> bool:
+    """A classification metric whose construction leaves ``validate_args`` on."""
+    if not is_classification(site.class_name) or site.call is None:
+        return False  # a dict of metrics: its members are sites of their own
+    value = keyword_value(site.call, "validate_args")
+    return value is None or (isinstance(value, cst.Name) and value.value == "True")
