@@ -12,7 +12,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
 from syncfree_lint.analysis.filefacts import ExternalKinds, Finding
 from syncfree_lint.analysis.imports import ImportMap, dotted
-from syncfree_lint.analysis.instances import ClassRef, InstanceTable, class_of_elements
+from syncfree_lint.analysis.instances import ClassRef, InstanceTable, class_of_elements, constant_item
 from syncfree_lint.analysis.metric_sites import MetricSite
 from syncfree_lint.analysis.model import Keyed
 from syncfree_lint.analysis.scope import (
@@ -79,6 +79,14 @@ class AnswersMixin:
         ``self.scaler = GradScaler()``, ``meter: Meter``); see ``analysis.instances``."""
         if isinstance(expr, cst.Name):
             return self.instances.lookup(".".join(self._prefix), expr.value)
+        item = constant_item(expr)
+        holder = dotted(item[0]) if item is not None else None
+        if item is not None and holder is not None:  # `meters["tput"]` of `{"loss": Ema(), "tput": Throughput()}`
+            kept = self.class_frame.attr_classes.get(holder + item[1]) if self.class_frame is not None else None
+            held = ClassRef(*kept) if kept is not None and holder.startswith("self.") else \
+                self.instances.lookup(".".join(self._prefix), holder + item[1])
+            if held is not None:
+                return held
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):  # `meters["loss"]` of `{k: Meter() ...}`
             return class_of_elements(self.kind(expr.value))
         name = dotted(expr) if isinstance(expr, cst.Attribute) else None

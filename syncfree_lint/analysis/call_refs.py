@@ -11,6 +11,9 @@ from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
 
 #: the index key of a method called by its name alone (a space: never part of a dotted name)
 METHOD_KEY = "method "
+#: the index key of a method as overridden by subclasses in other files: ``self.on_step_end(out)`` in a base class
+#: runs their ``on_step_end`` too (``summarize`` records the call, ``callgraph`` indexes the overrides)
+OVERRIDE_KEY = "override "
 
 
 @dataclass(frozen=True)
@@ -63,3 +66,9 @@ def by_method_name(method: str) -> Optional[DottedRef]:
     if method.startswith("__") or method in LIBRARY_METHOD_NAMES or method.startswith(HOOK_METHOD_PREFIXES):
         return None
     return DottedRef(METHOD_KEY + method, bound=True)
+
+
+def override_key(module_name: str, ref: SelfRef) -> str:
+    """The index key under which subclasses in other files answer ``self.<method>()`` of ``ref``'s class."""
+    owner = f"{module_name}.{ref.class_qualname}" if module_name else ref.class_qualname
+    return f"{OVERRIDE_KEY}{owner}.{ref.method}"

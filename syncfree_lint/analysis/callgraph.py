@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, Iterator, List, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts, Hop, ParameterCall, Pass
-from syncfree_lint.analysis.calls import METHOD_KEY
+from syncfree_lint.analysis.call_refs import METHOD_KEY, OVERRIDE_KEY
 from syncfree_lint.analysis.hooks import DECLARED_KEY, EACH_HOOK_KEY, HOOK_KEY, is_hook_name
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.diagnostic import Diagnostic
@@ -89,8 +89,15 @@ def _entries(facts: FileFacts) -> List[Tuple[str, Tuple[str, str]]]:
     for attribute, held in facts.held.items():
         out.append((HELD_KEY + attribute, (facts.root, held)))
         out.extend((f"{HELD_KEY}{prefix}.{attribute}", (facts.root, held)) for prefix in prefixes)
+    methods_of: Dict[str, List[Tuple[str, str]]] = {}
+    for dotted_name, function_id in facts.functions.items():
+        owner, _, method = dotted_name.rpartition(".")
+        if owner in facts.classes:
+            methods_of.setdefault(owner, []).append((method, function_id))
     for class_name, bases in facts.classes.items():
-        for base in bases:
+        for base in bases:  # an override answers `self.<method>()` of its base class, in another file too
+            out.extend((f"{OVERRIDE_KEY}{base}.{method}", (facts.root, function_id))
+                       for method, function_id in methods_of.get(class_name, ()))
             value = (facts.root, base)
             out.append((CLASS_KEY + class_name, value))
             out.extend((f"{CLASS_KEY}{prefix}.{class_name}", value) for prefix in prefixes)
@@ -285,6 +292,8 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
     if name.startswith(HOOK_KEY):  # a callback hook on an object of unknown class (``analysis.hooks``)
         declared = {root for root, _ in index.get(DECLARED_KEY + name[len(HOOK_KEY):], ())}
         return [fid for root, fid in index.get(name, ()) if root == importer_root and root in declared]
+    if name.startswith(OVERRIDE_KEY):  # overrides of a method in subclasses (``call_refs.override_key``)
+        return [fid for root, fid in index.get(name, ()) if root == importer_root]
     if name.startswith(METHOD_KEY):  # a method by its name on an object of unknown class (``calls.by_method_name``)
         return _only_method(index, name[len(METHOD_KEY):], importer_root)
     candidates = index.get(name)

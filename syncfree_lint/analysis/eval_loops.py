@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.nodes import code_children
+from syncfree_lint.analysis.nodes import code_children, walk_code
 from syncfree_lint.knowledge.frequency import NO_GRAD_CONTEXTS, is_batch_size_name
 
 QualName = Callable[[cst.BaseExpression], Optional[str]]
@@ -42,6 +42,24 @@ def over_range(iterable: cst.BaseExpression) -> bool:
             return False
         iterable = iterable.args[0].value
     return isinstance(iterable, (cst.List, cst.Tuple))
+
+
+def drawn_items(body: cst.CSTNode) -> Set[str]:
+    """The names a loop body binds from ``next(...)`` (``batch = trim(next(batches))``): a ``range(n)`` loop that
+    draws each item from an iterator runs once per item, as a loop over the iterator would."""
+    bound: Set[str] = set()
+    stack: List[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign) and any(
+                isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "next"
+                and call.args and isinstance(call.args[0].value, (cst.Name, cst.Attribute))
+                for call in walk_code(node.value)):  # an iterator kept in a name, not `next(iter(m.parameters()))`
+            bound.update(name.value for target in node.targets for name in _names_in(target.target))
+        stack.extend(code_children(node))
+    return bound
 
 
 def cuts_into_batches(iterable: cst.BaseExpression) -> bool:

@@ -17,7 +17,7 @@ from syncfree_lint.analysis.scope import (
     ClassFrame, FunctionFrame, LoopFrame, Placement, acts_in_environment, builds_from_items, contains_step_marker, mark_step,
     moves_items, target_names,
 )
-from syncfree_lint.analysis.eval_loops import evaluates_items, over_range, strided_slices
+from syncfree_lint.analysis.eval_loops import drawn_items, evaluates_items, over_range, strided_slices
 from syncfree_lint.analysis.guards import (
     ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_mostly_true_interval, memo_holder,
     is_opt_in_call, on_by_default, reports_after_reading, steps_optimizer_beside,
@@ -118,12 +118,14 @@ class FrequencyMixin:
         A loop over ``range(0, n, batch_size)`` counts when it cuts data into batches; data whose
         batches the body moves to the device is on the host, like a loader's (``rows = batch.tolist()``)."""
         batches = strided_slices(node.iter, node.body, target_names(node.target))
-        if not batches and over_range(node.iter):
+        drawn = drawn_items(node.body) if not batches and over_range(node.iter) else set()
+        if not batches and not drawn and over_range(node.iter):
             return False
         # each batch moved to the device and worked on (`x = xs[i:i + bs].to(device)` moves the data it cuts)
         cut = set(batches) | {data for data in batches.values() if data}
         moved = bool(batches) and (moves_items(node.body, cut) or builds_from_items(node.body, cut))
-        if not moved and not evaluates_items(node.body, set(batches) or target_names(node.target), self._is_model_entry):
+        if not moved and not evaluates_items(node.body, set(batches) or drawn or target_names(node.target),
+                                             self._is_model_entry):
             return False
         if moved:
             for data in set(batches.values()):

@@ -120,6 +120,35 @@ def constructed_class(value: cst.BaseExpression, classes: Container[str], import
     return None
 
 
+def keyed_instances(value: cst.BaseExpression, classes: Container[str], imports: ImportMap) -> List[Tuple[str, ClassRef]]:
+    """``{"loss": Ema(), "tput": Throughput()}``: (``item_key("loss")``, its class) for each constant key whose
+    value is built here, so ``meters["tput"].update(n)`` runs ``Throughput.update`` (see ``item_key``)."""
+    if not isinstance(value, cst.Dict):
+        return []
+    found = []
+    for element in value.elements:
+        if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                and isinstance(element.key.evaluated_value, str):
+            cls = constructed_class(element.value, classes, imports)
+            if cls is not None:
+                found.append((item_key(element.key.evaluated_value), cls))
+    return found
+
+
+def item_key(key: str) -> str:
+    """The suffix naming a dict's item by a constant key (``meters["tput"]`` is ``meters`` + ``item_key("tput")``)."""
+    return f"[{key!r}]"
+
+
+def constant_item(expr: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, str]]:
+    """(``meters``, ``item_key("tput")``) for ``meters["tput"]``; None for any other subscript."""
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        key = expr.slice[0].slice.value
+        if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+            return expr.value, item_key(key.evaluated_value)
+    return None
+
+
 def annotated_class(annotation: Optional[cst.Annotation], classes: Container[str], imports: ImportMap) -> Optional[ClassRef]:
     """``meter: Meter`` or ``meter: "Meter"`` (a string annotation naming a local class)."""
     if annotation is None:

@@ -87,6 +87,8 @@ def qualified_call_kind(inference: Inference, qual: str, node: cst.Call) -> Opti
     if qual in api.TORCH_TENSOR_RESULTS or qual.startswith(api.TORCH_TENSOR_RESULT_PREFIXES):
         first = positional(node, 0)
         return TENSOR if first is not None and inference.kind(first) in DEVICE_TENSORS else None
+    if api.is_private_torch(qual):
+        return None  # `torch._inductor...is_wait_tensor(node)`, `torch.autograd._profiler_enabled()`: no promise
     if qual in api.TORCH_NUMBER:
         return NUMBER
     if qual in api.TORCH_NON_TENSOR or qual.startswith(api.TORCH_NON_TENSOR_PREFIXES):

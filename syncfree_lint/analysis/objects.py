@@ -24,6 +24,7 @@ from syncfree_lint.analysis.instances import (
     InstanceTable,
     ScopedNames,
     annotated_class,
+    keyed_instances,
     class_of_kind,
     constructed_class,
     unwrap_returning_self,
@@ -91,6 +92,8 @@ class ObjectsMixin:
                 self.results_of.bind(scope, name, origin if origin in self.unknown_imports else None)
         if cls is not None or self.instances.lookup(scope, name) is not None:
             self.instances.bind(scope, name, cls)
+        for key, member in keyed_instances(value, self.classes, self.imports):
+            self.instances.bind(scope, name + key, member)  # `meters = {"loss": Ema(), "tput": Throughput()}`
         function = self.function_value(value)
         if function is not None or self.callables.lookup(scope, name) is not None:
             self.callables.bind(scope, name, function)
@@ -198,6 +201,10 @@ class ObjectsMixin:
             self.instances.lookup(".".join(self._prefix), value.value) if isinstance(value, cst.Name) else None)
         if cls is not None and self.class_frame is not None:
             self.class_frame.attr_classes[name] = (cls.local, cls.name)
+        frame = self.class_frame
+        if frame is not None:
+            for key, member in keyed_instances(value, self.classes, self.imports):
+                frame.attr_classes[name + key] = (member.local, member.name)  # `self.meters["loss"]`
 
     def with_bound_arguments(self, func: cst.BaseExpression, args: Sequence[cst.Arg]) -> Sequence[cst.Arg]:
         """The arguments a call of ``func`` hands the function: ``on_step(i, d)`` with

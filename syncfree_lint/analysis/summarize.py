@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, Tuple
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
+from syncfree_lint.analysis.call_refs import override_key
 from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name, returned_nested_function
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop, ParameterCall, Pass
-from syncfree_lint.analysis.hooks import hook_key, published_methods
+from syncfree_lint.analysis.hooks import does_nothing, hook_key, published_methods
 from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.analysis.number_kind import return_dtype
 from syncfree_lint.analysis.scope_index import FileContext
@@ -64,13 +65,17 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             continue
         local = walk.resolve_local(site.ref)
         ref = site.ref
+        # `self.on_step_end(out)` of a method the class only declares (`pass`, `raise NotImplementedError`): the
+        # subclasses in other files supply it (not `super().m()`, which runs the base's)
+        override = override_key(walk.module_name, ref) if isinstance(ref, SelfRef) and not ref.exact and local \
+            and ref.class_qualname in walk.classes and does_nothing(walk.functions[local[0]].node) else None
         if not local and isinstance(ref, SelfRef):  # a method of a base class in another file
             ref = walk.inherited(ref) or ref
         hook = hook_key(ref, lambda scope, name: walk.passed_callables.iterates(walk.functions.get(scope), name)) \
             if not local else None
         if hook is not None:  # `cb.on_batch_end(...)`, the class of `cb` unknown: the project's hooks
             ref = DottedRef(hook, bound=True)
-        if not local and not isinstance(ref, DottedRef):
+        if not local and not isinstance(ref, DottedRef) and override is None:
             continue
         if finder is None:
             finder = PositionFinder(walk.source, walk.module, walk.tree)
@@ -81,6 +86,8 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
             facts.edges.append(Edge(source, function_id(target), False, walk.root, guarded, hops))
         if not local and isinstance(ref, DottedRef):
             facts.edges.append(Edge(source, ref.qualname, True, walk.root, guarded, hops))
+        if override is not None:
+            facts.edges.append(Edge(source, override, True, walk.root, guarded, hops))
     finder = _passing(walk, facts, function_id, finder)
     for ref, statement, called_with, temporary, how in walk.pass_hooks if walk.uses_accelerator else ():
         # at each forward/backward: of every step, or of the code that registers and removes it

@@ -40,6 +40,17 @@ SCALER_ONLY_METHODS: Dict[str, str] = {
     "get_scale": "reads the loss scale back from the device (`.item()` inside)",
 }
 
+#: calls that wait inside only with some arguments (``syncing_call`` reads them): ``torch.multinomial`` checks the
+#: probabilities on the host when it draws without replacement (the default) or one sample; ``clip_grad_norm_`` with
+#: ``error_if_nonfinite=True`` reads the total norm back to test it
+MULTINOMIAL_FUNCTIONS = frozenset({"torch.multinomial"})
+MULTINOMIAL_WHY = "checks the probabilities on the host (`.item()` inside) when it draws one sample or draws without " \
+                  "replacement; sample with `(logits - torch.empty_like(logits).exponential_().log()).argmax(-1)`"
+NONFINITE_CHECKED_FUNCTIONS = frozenset({
+    "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
+})
+NONFINITE_CHECKED_WHY = "reads the total norm back to raise on inf/NaN (`error_if_nonfinite=True`)"
+
 #: calls that compare or test device tensors and return a Python bool: the host reads the result back.
 #: Reported when an argument (or the receiver of the method form) is a device tensor.
 READING_FUNCTIONS: Dict[str, str] = {

@@ -191,3 +191,11 @@ def reads_setting(name: str) -> bool:
     """``self.cfg.max_depth``, ``args.clip_value``, ``config.train.min_depth``: an attribute of a settings holder."""
     parts = name.split(".")
     return len(parts) >= 2 and any(part.lower() in SETTINGS_HOLDERS for part in parts[:-1])
+
+
+def is_private_torch(qualname: str) -> bool:
+    """``torch._inductor.fx_passes.bucketing.is_wait_tensor``, ``torch.autograd._profiler_enabled``: a private
+    part of torch, whose results say nothing of their kind (they work on graphs, flags and nodes as often as on
+    tensors); ``torch._foreach_*`` are public in all but name and return tensors."""
+    parts = qualname.split(".")[1:]
+    return any(part.startswith("_") and not part.startswith(("_foreach", "__")) for part in parts)

@@ -98,28 +98,38 @@ _SUB = """
 
 
 def test_an_override_in_another_file_runs_where_the_base_calls_it(tmp_path) -> None:
-    assert lint_files(tmp_path, {"base.py": _BASE, "train.py": _SUB}) == [("train.py", 13, "SFL101")]
+    assert lint_files(tmp_path, {"base.py": _BASE, "train.py": _SUB}) == [("train.py", 14, "SFL101")]
 
 
 _EVAL = """
     import torch
 
-    @torch.no_grad()
-    def evaluate(model, batches, n_batches):
-        losses = []
-        for _ in range(n_batches):
-            batch = next(batches)
-            logits = model(batch["x"].cuda())
-            losses.append(logits.mean().cpu())
-        return losses
+    class Evaluator:
+        def __init__(self, model):
+            self.model = model
 
-    @torch.no_grad()
-    def warm_up(model, n):
-        for _ in range(n):
-            x = torch.randn(8, 4, device="cuda")
-            model(x).cpu()
+        @torch.no_grad()
+        def evaluate(self, batches, n_batches):
+            losses = []
+            for _ in range(n_batches):
+                batch = next(batches)
+                logits = self.model(batch["x"])
+                losses.append(logits.mean().cpu())
+            return losses
+
+        @torch.no_grad()
+        def per_scale(self, x, scales):
+            for s in range(scales):
+                dtype = next(iter(self.model.parameters())).dtype
+                self.model(x.to(dtype)).cpu()
+
+        @torch.no_grad()
+        def warm_up(self, n):
+            for _ in range(n):
+                x = torch.randn(8, 4, device="cuda")
+                self.model(x).cpu()
 """
 
 
 def test_a_range_loop_that_draws_each_batch_with_next_is_an_evaluation_loop(tmp_path) -> None:
-    assert lint_files(tmp_path, {"evaluate.py": _EVAL}) == [("evaluate.py", 9, "SFL102")]
+    assert lint_files(tmp_path, {"evaluate.py": _EVAL}) == [("evaluate.py", 14, "SFL102")]

@@ -106,3 +106,40 @@ def test_in_one_file_and_a_method_of_the_same_name_wins(tmp_path) -> None:
 def test_host_arguments_given_through_the_holder_stay_host_values(tmp_path) -> None:
     text = _ONE_FILE.replace("ids, hist = ids.to(device), hist.to(device)", "hist = torch.zeros(8, dtype=torch.long)")
     assert lint_files(tmp_path, {"train.py": text}) == []
+
+
+_KEYED = """
+    import torch
+
+    class Throughput:
+        def update(self, n):
+            self.tokens = int(n)
+
+    class Ema:
+        def update(self, value):
+            self.value = value.detach()
+
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.meters = {"tput": Throughput(), "loss": Ema()}
+
+        def fit(self, loader):
+            local = {"tput": Throughput(), "loss": Ema()}
+            for x, mask in loader:
+                x, mask = x.cuda(), mask.cuda()
+                loss = self.model(x).mean()
+                loss.backward()
+                self.meters["loss"].update(loss)
+                self.meters["tput"].update(mask.sum())
+                local["tput"].update(mask.sum())
+"""
+
+
+def test_a_dict_of_objects_built_with_constant_keys_runs_each_key_s_class(tmp_path) -> None:
+    """``meters["tput"].update(n)`` of ``{"tput": Throughput(), "loss": Ema()}``: Throughput's update, with the
+    device count (the dict's classes differ, so no one class stands for all its values)."""
+    assert lint_files(tmp_path, {"train.py": _KEYED}) == [("train.py", 6, "SFL105")]
+    only_loss = _KEYED.replace('self.meters["tput"].update(mask.sum())', "pass").replace(
+        'local["tput"].update(mask.sum())', "pass")
+    assert lint_files(tmp_path, {"train.py": only_loss}) == []

@@ -7,6 +7,7 @@ import ast
 import libcst as cst
 import pytest
 
+from syncfree_lint.analysis.call_refs import OVERRIDE_KEY
 from syncfree_lint.analysis.device import may_use_accelerator, named_accelerators
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.scope import (
@@ -552,14 +553,23 @@ def _syncing(source: str):
     ("torch.equal(torch.ones(2), torch.zeros(2))", False), ("torch.ones(2).allclose(torch.zeros(2))", False),
     ("np.allclose(stats, objs)", False), ("torch.equal(t, t)", False),
     ("lbfgs.step(lambda: model(x).mean())", True), ("optimizer.step(lambda: model(x).mean())", False),
+    ("torch.multinomial(model(x).softmax(-1), 1)", True), ("model(x).softmax(-1).multinomial(1)", True),
+    ("torch.multinomial(model(x).softmax(-1), 4)", True), ("torch.multinomial(model(x), 1, replacement=True)", True),
+    ("torch.multinomial(model(x).softmax(-1), 4, replacement=True)", False),
+    ("torch.multinomial(torch.ones(4), 1)", False), ("np.random.multinomial(4, stats)", False),
+    ("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)", True),
+    ("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)", False),
+    ("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=False)", False),
 ])
 def test_syncing_api_table(call: str, expected: bool) -> None:
     from syncfree_lint.knowledge.syncing_api import (
-        READING_FUNCTIONS, READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS,
+        MULTINOMIAL_FUNCTIONS, NONFINITE_CHECKED_FUNCTIONS, READING_FUNCTIONS, READING_METHODS, SCALER_ONLY_METHODS,
+        SYNCING_FUNCTIONS, SYNCING_METHODS,
     )
     assert "torch.distributed.barrier" in SYNCING_FUNCTIONS and "get_scale" in SCALER_ONLY_METHODS
     assert "torch.equal" in READING_FUNCTIONS and "allclose" in READING_METHODS
     assert set(SYNCING_METHODS["torch.amp.GradScaler"]) == {"get_scale", "state_dict"}
+    assert "torch.multinomial" in MULTINOMIAL_FUNCTIONS and "torch.nn.utils.clip_grad_norm_" in NONFINITE_CHECKED_FUNCTIONS
     source = f"""
         import numpy as np
         import torch
@@ -615,7 +625,7 @@ def _edges_of(source: str):
 
     config = Config()
     facts = engine.lint_source("pkg/train.py", source, config, config.enabled_codes(engine.DEFAULTS))
-    return [edge.target for edge in facts.edges if edge.imported]
+    return [edge.target for edge in facts.edges if edge.imported and not edge.target.startswith(OVERRIDE_KEY)]
 
 
 @pytest.mark.parametrize("base", sorted(BUILTIN_BASES))
@@ -1016,3 +1026,28 @@ def test_a_batch_key_that_names_a_mask(key: str, kind: object) -> None:
 ])
 def test_functional_collectives_return_tensors(expression: str, kind: object) -> None:
     assert kind_of(expression) == kind
+
+
+@pytest.mark.parametrize("qualname,expected", [
+    ("torch._inductor.fx_passes.bucketing.is_wait_tensor", True), ("torch.autograd._profiler_enabled", True),
+    ("torch._dynamo.is_compiling", True), ("torch._foreach_norm", False), ("torch.nn.functional.relu", False),
+    ("torch.where", False),
+])
+def test_private_torch_functions_promise_no_kind(qualname: str, expected: bool) -> None:
+    from syncfree_lint.knowledge.torch_api import is_private_torch
+
+    assert is_private_torch(qualname) is expected
+    source = f"""
+        import torch
+        import {qualname.rsplit(".", 1)[0]}
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                flag = {qualname}(model(x))
+                if flag:
+                    optimizer.step()
+    """
+    import textwrap
+
+    from syncfree_lint import engine
+    found = [d for d in engine.lint_text("t.py", textwrap.dedent(source), Config()) if d.code == "SFL106"]
+    assert bool(found) is (not expected)

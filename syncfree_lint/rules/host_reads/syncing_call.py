@@ -5,8 +5,10 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.knowledge.syncing_api import (
-    READING_FUNCTIONS, READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS,
+    MULTINOMIAL_FUNCTIONS, MULTINOMIAL_WHY, NONFINITE_CHECKED_FUNCTIONS, NONFINITE_CHECKED_WHY, READING_FUNCTIONS,
+    READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS,
 )
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
@@ -17,7 +19,8 @@ class SyncingCall(Rule[cst.Call]):
     messages = {
         "default": "`{call}` in a step waits for the GPU: it {why}; call it at log intervals or once per epoch",
     }
-    evidence = ("barrier", "_object", "get_scale", "GradScaler", "equal", "allclose", "is_nonzero", "assert_close", "LBFGS")
+    evidence = ("barrier", "_object", "get_scale", "GradScaler", "equal", "allclose", "is_nonzero", "assert_close", "LBFGS",
+                "multinomial", "error_if_nonfinite")
     node_types = (cst.Call,)
     invalid = (
         """
@@ -38,8 +41,26 @@ class SyncingCall(Rule[cst.Call]):
                 scaler.update()
                 print(scaler.get_scale())
         """,
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                probs = model(x).softmax(-1)
+                picked = torch.multinomial(probs, 1)
+                probs.gather(1, picked).log().mean().backward()
+                optimizer.step()
+        """,
     )
     valid = (
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                probs = model(x).softmax(-1)
+                picked = torch.multinomial(probs, 2, replacement=True)[:, :1]
+                probs.gather(1, picked).log().mean().backward()
+                optimizer.step()
+        """,
         """
         import torch.distributed as dist
         def train(model, loader, optimizer):
@@ -68,7 +89,9 @@ Flags library calls that wait for the device inside, though nothing at the call 
 receiver built as `GradScaler()`, or any receiver not known to be something else for
 `get_scale`, a method only loss scalers have); `torch.optim.LBFGS.step(closure)`; and the comparisons that answer with a Python
 bool (`torch.equal`, `torch.allclose`, `torch.is_nonzero`, `torch.testing.assert_close` and the
-`.equal()` / `.allclose()` / `.is_nonzero()` methods) when a device tensor is compared. The calls are listed in
+`.equal()` / `.allclose()` / `.is_nonzero()` methods) when a device tensor is compared; and two calls that wait only
+with some arguments: `torch.multinomial` (or `.multinomial()`) of device probabilities drawing one sample or drawing
+without replacement (the default), and `clip_grad_norm_(..., error_if_nonfinite=True)`. The calls are listed in
 `knowledge/syncing_api.py`.
 
 ## Why it syncs
@@ -78,7 +101,11 @@ back any tensor they hold. `torch.equal(a, b)` compares on the device, then copi
 answer to the host. `GradScaler.get_scale()` returns a Python float: it calls `.item()` on
 the scale tensor; `state_dict()` does the same for the scale and the growth tracker.
 `LBFGS.step` runs the closure up to `max_iter` times and converts the loss and the gradient
-norms to Python numbers to decide when to stop.
+norms to Python numbers to decide when to stop. `torch.multinomial` validates the probabilities
+(finite, non-negative, a positive sum) with `.item()` reads before its one-sample and
+without-replacement paths; Gumbel-max sampling on the device
+(`(logits - torch.empty_like(logits).exponential_().log()).argmax(-1)`) draws the same
+distribution without them. `error_if_nonfinite=True` makes `clip_grad_norm_` test the total norm on the host.
 
 ## Example
 ```python
@@ -108,6 +135,15 @@ No automatic fix.
         if qual in SYNCING_FUNCTIONS:
             ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=SYNCING_FUNCTIONS[qual])
             return
+        if qual in NONFINITE_CHECKED_FUNCTIONS:
+            flag = keyword_value(node, "error_if_nonfinite") or positional(node, 3)
+            if isinstance(flag, cst.Name) and flag.value == "True":
+                ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=NONFINITE_CHECKED_WHY)
+            return
+        if qual in MULTINOMIAL_FUNCTIONS or method_call(node) == "multinomial":
+            if _multinomial_checks(node, ctx, qual in MULTINOMIAL_FUNCTIONS):
+                ctx.report(self, node, call="multinomial()", why=MULTINOMIAL_WHY)
+            return
         if qual in READING_FUNCTIONS:
             if any(ctx.kind(arg.value) in tensors.DEVICE_TENSORS for arg in node.args):
                 ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=READING_FUNCTIONS[qual])
@@ -128,3 +164,16 @@ No automatic fix.
         if cls is None and method in SCALER_ONLY_METHODS and not node.args \
                 and ctx.kind(receiver(node)) not in tensors.NOT_DEVICE:
             ctx.report(self, node, call=f".{method}()", why=SCALER_ONLY_METHODS[method])
+
+
+def _multinomial_checks(node: cst.Call, ctx: SemanticModel, function: bool) -> bool:
+    """``torch.multinomial(probs, n, replacement)`` (or ``probs.multinomial(n, replacement)``) of device
+    probabilities, drawing one sample or without replacement (the default)."""
+    first = 1 if function else 0
+    probs = positional(node, 0) if function else receiver(node)
+    samples = keyword_value(node, "num_samples") or positional(node, first)
+    replacement = keyword_value(node, "replacement") or positional(node, first + 1)
+    if probs is None or ctx.kind(probs) not in tensors.DEVICE_TENSORS:
+        return False
+    one = isinstance(samples, cst.Integer) and samples.value == "1"
+    return one or replacement is None or (isinstance(replacement, cst.Name) and replacement.value == "False")
