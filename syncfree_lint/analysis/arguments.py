@@ -99,9 +99,8 @@ class ArgumentsMixin:
         keywords: List[Tuple[str, Optional[str]]] = []
         for arg in args:
             if arg.star:
-                if arg.star == "**":
-                    break
-                positional.append(_UNKNOWN_REST)
+                if arg.star == "*" and not keywords:
+                    positional.extend(self._spread(arg.value))
                 break
             value = arg.value
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
@@ -119,6 +118,16 @@ class ArgumentsMixin:
         elif any(k not in (None, _UNKNOWN_REST) for k in positional + [k for _, k in keywords]):
             assert isinstance(ref, DottedRef)  # for the type checker
             self.calls_out.append((ref.qualname, (tuple(positional), tuple(keywords)), self.placement()))  # for others
+
+    def _spread(self, value: cst.BaseExpression) -> List[Optional[str]]:
+        """What ``*value`` passes: the elements of a tuple whose parts are known (``*self.unpack(batch)`` of a
+        function returning ``x.to(dev), n``), every further parameter a device tensor for a sequence of them
+        (``*(t.to(dev) for t in batch)``), or parameters not known from here on."""
+        kind = self.kind(value)
+        elements = tensors.tuple_elements(kind)
+        if elements is not None:
+            return [*elements, _UNKNOWN_REST]
+        return [tensors.TENSOR_REST] if kind == tensors.TENSORS else [_UNKNOWN_REST]
 
     def _object_kind(self, value: cst.BaseExpression, constructed: bool = False) -> Optional[str]:
         """``train(..., logger)`` with ``logger = RunLogger()``: the parameter holds a RunLogger;
@@ -171,6 +180,8 @@ class ArgumentsMixin:
                 if index < len(positional):
                     if positional[index] == _UNKNOWN_REST:
                         break
+                    if positional[index] == tensors.TENSOR_REST:  # `f(*tensors)`: this one and the rest are device tensors
+                        positional = (*positional[:index], *[tensors.TENSOR] * (len(names) - index))
                     given.setdefault(name, positional[index])
             for name in names + _keyword_only_names(frame):
                 passed.setdefault((qualname, name), []).append(given.get(name, _MISSING))

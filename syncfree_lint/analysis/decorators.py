@@ -2,14 +2,17 @@
 call of the decorated function run ``wrapper``; so does a decorator factory (``@guard(5.0)``: ``guard`` returns
 ``decorate``, which returns ``wrapper``). The decorated function is taken to call the wrapper where it starts, so a
 step that calls it reaches the wrapper's body. The decorator is a function of this file, or another file's whose
-returned function the run has learned (asked for through ``unknown_imports``)."""
+returned function the run has learned (asked for through ``unknown_imports``). A memoising decorator
+(``@functools.lru_cache``) makes the body run once per distinct arguments (``memoised``)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Protocol, Set
+from typing import Callable, Dict, List, Optional, Protocol, Set
 
 import libcst as cst
 
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef
+from syncfree_lint.analysis.nodes import walk_code
+from syncfree_lint.knowledge.frequency import MEMOISING_DECORATORS, TENSOR_KEY_ATTRIBUTES
 
 
 class Walk(Protocol):
@@ -55,3 +58,20 @@ def _ask(walk: Walk, func: cst.BaseExpression) -> None:
     ref = walk.function_value(func)
     if isinstance(ref, DottedRef) and not ref.bound:
         walk.unknown_imports.add(ref.qualname)
+
+
+def memoised(node: cst.FunctionDef, qualname: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
+    """``@functools.lru_cache(maxsize=8)``, ``@cache``: the body runs once per distinct arguments, not per call;
+    unless it reads a parameter's ``.device`` (or ``.shape``, ``.dtype``): a tensor argument is hashed by identity,
+    so a new tensor each step runs the body each step."""
+    if not any(qualname(func) in MEMOISING_DECORATORS for func in _decorator_funcs(node)):
+        return False
+    params = {p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)}
+    return not any(isinstance(inner, cst.Attribute) and inner.attr.value in TENSOR_KEY_ATTRIBUTES
+                   and isinstance(inner.value, cst.Name) and inner.value.value in params
+                   for inner in walk_code(node.body))
+
+
+def _decorator_funcs(node: cst.FunctionDef) -> List[cst.BaseExpression]:
+    funcs = [d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator for d in node.decorators]
+    return [func for func in funcs if isinstance(func, (cst.Name, cst.Attribute))]

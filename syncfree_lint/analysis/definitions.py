@@ -15,7 +15,7 @@ from syncfree_lint.analysis.annotations import host_annotation_kind
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, OFF_BY_DEFAULT
 from syncfree_lint.analysis.calls import CallRef, NameRef
-from syncfree_lint.analysis.decorators import decorator_wrappers
+from syncfree_lint.analysis.decorators import decorator_wrappers, memoised
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
@@ -77,6 +77,7 @@ class DefinitionsMixin:
             name == "forward" and self.class_frame is not None and self.class_frame.is_module
         ) or self._is_batch_hook(name) or per_event) and self.uses_accelerator
         frame = FunctionFrame(qualname, name, is_step, self.class_frame, node)
+        frame.memoised = memoised(node, self.qualname)
         if is_step:
             frame.why = "forward of an nn.Module" if name == "forward" and name not in self.step_functions else \
                 "an event handler run every iteration" if per_event and name not in self.step_functions else \

@@ -44,13 +44,19 @@ def _add(out: Dict[str, Dispatcher], qualname: str, node: cst.FunctionDef, metho
     params = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
     star = node.params.star_arg.name.value if isinstance(node.params.star_arg, cst.Param) else None
     targets = _loop_targets(node)
+    named_by: Dict[str, str] = {}  # `fn = getattr(cb, hook, None)`: fn -> the parameter naming the hook
     for inner in walk_code(node.body):
-        if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Call)):
+        if (isinstance(inner, cst.Assign) and len(inner.targets) == 1 and isinstance(inner.targets[0].target, cst.Name)
+                and (param := _named_method(inner.value, targets, params)) is not None):
+            named_by[inner.targets[0].target.value] = param
+    for inner in walk_code(node.body):
+        if not isinstance(inner, cst.Call):
             continue
-        named = inner.func  # `getattr(cb, hook)(...)`: `cb` a loop variable, `hook` a parameter
-        if not (isinstance(named.func, cst.Name) and named.func.value == "getattr" and len(named.args) == 2
-                and isinstance(named.args[0].value, cst.Name) and named.args[0].value.value in targets
-                and isinstance(named.args[1].value, cst.Name) and named.args[1].value.value in params):
+        # `getattr(cb, hook)(...)`, or `fn(...)` of `fn = getattr(cb, hook, None)`: `cb` a loop variable, `hook` a
+        # parameter
+        hook_param = (named_by.get(inner.func.value) if isinstance(inner.func, cst.Name)
+                      else _named_method(inner.func, targets, params))
+        if hook_param is None:
             continue
         lead: List[cst.BaseExpression] = []
         forwards = False
@@ -61,10 +67,21 @@ def _add(out: Dict[str, Dispatcher], qualname: str, node: cst.FunctionDef, metho
                 break
             else:
                 lead.append(arg.value)
-        position = params.index(named.args[1].value.value) - (1 if method and params[:1] == ["self"] else 0)
+        position = params.index(hook_param) - (1 if method and params[:1] == ["self"] else 0)
         if position >= 0:
             out[qualname] = Dispatcher(position, tuple(lead), forwards)
             return
+
+
+def _named_method(expr: cst.BaseExpression, targets: List[str], params: List[str]) -> Optional[str]:
+    """The parameter ``hook`` of ``getattr(cb, hook)`` or ``getattr(cb, hook, None)``, ``cb`` a loop variable."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "getattr"
+            and len(expr.args) in (2, 3) and all(arg.keyword is None and not arg.star for arg in expr.args)):
+        return None
+    owner, name = expr.args[0].value, expr.args[1].value
+    if isinstance(owner, cst.Name) and owner.value in targets and isinstance(name, cst.Name) and name.value in params:
+        return name.value
+    return None
 
 
 def _loop_targets(node: cst.FunctionDef) -> List[str]:

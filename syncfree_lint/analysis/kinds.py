@@ -33,6 +33,9 @@ OTHER = "other"
 HOST_KEYS = " []"
 
 DEVICE_TENSORS = frozenset({TENSOR, MASK, BATCH})
+#: a call's positional ``*tensors`` (a sequence of device tensors) in recorded argument kinds: the parameters from
+#: there on are device tensors (``analysis.arguments``)
+TENSOR_REST = "*tensor"
 _HOST_TENSORS = frozenset({HOST_TENSOR, HOST_BATCH})
 #: kinds on which a host read is certainly not a device sync
 NOT_DEVICE = frozenset({HOST_TENSOR, HOST_BATCH, MODULE, MODULE_CLASS, NUMBER, NUMPY, LOADER, HOST_LOADER, ACCELERATOR,
@@ -47,18 +50,29 @@ Lookup = Callable[[str], Optional[str]]
 def tuple_kind(kinds: Sequence[Optional[str]]) -> Optional[str]:
     """The kind of a returned tuple holding a device tensor: its elements' kinds, so
     ``windows, pad_hw = partition(x)`` makes ``windows`` a tensor and leaves ``pad_hw`` alone
-    (``"(tensor,other)"``; ``?`` for an unknown element). None when no element is a device tensor."""
-    flat = [TENSOR if kind is not None and kind.startswith("(") else kind for kind in kinds]  # nested: a tensor
-    if not any(kind in DEVICE_TENSORS for kind in flat):
+    (``"(tensor,other)"``; ``?`` for an unknown element; a tuple inside keeps its own parts:
+    ``"((tensor,tensor),number)"``). None when no element is, or holds, a device tensor."""
+    if not any(kind in DEVICE_TENSORS or (kind is not None and kind.startswith("(")) for kind in kinds):
         return None
-    return "(" + ",".join(kind or "?" for kind in flat) + ")"
+    return "(" + ",".join(kind or "?" for kind in kinds) + ")"
 
 
 def tuple_elements(kind: Optional[str]) -> Optional[List[Optional[str]]]:
     """The element kinds of a ``tuple_kind``; None for any other kind."""
     if kind is None or not kind.startswith("("):
         return None
-    return [None if part == "?" else part for part in kind[1:-1].split(",")]
+    parts: List[Optional[str]] = []
+    depth, start = 0, 1
+    for position, char in enumerate(kind[1:-1], start=1):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(kind[start:position])
+            start = position + 1
+    parts.append(kind[start:-1])
+    return [None if part == "?" else part for part in parts]
 
 
 def element_of(kind: Optional[str]) -> Optional[str]:

@@ -334,7 +334,7 @@ def _in_skipped_file(name: str, skipped: Dict[str, str]) -> Optional[Tuple[str, 
 
 def _passes_device_tensor(arguments: ArgKinds) -> bool:
     positional, keywords = arguments
-    return any(kind in tensors.DEVICE_TENSORS or kind in tensors.CONTAINERS
+    return any(kind in tensors.DEVICE_TENSORS or kind in tensors.CONTAINERS or kind == tensors.TENSOR_REST
                for kind in (*positional, *(kind for _, kind in keywords)))
 
 

@@ -23,7 +23,7 @@ STEP = "<step>"  # the owner of code that runs once per step by its own position
 
 class FunctionFrame:
     __slots__ = ("qualname", "name", "is_step", "class_frame", "rest_guarded", "returns", "has_step_loop", "node", "why",
-                 "outer")
+                 "outer", "memoised")
 
     def __init__(self, qualname: str, name: str, is_step: bool, class_frame: Optional["ClassFrame"],
                  node: cst.CSTNode) -> None:
@@ -37,6 +37,7 @@ class FunctionFrame:
         self.has_step_loop = False  # an epoch function: its code outside that loop runs once per call
         self.why = ""  # what makes it a step function, for the reach chain (``--show-reach``)
         self.outer: Optional["FunctionFrame"] = None  # the function around a nested function or a named lambda
+        self.memoised = False  # `@functools.lru_cache`: its body runs once per distinct arguments, as set-up code
 
     def scope_node(self) -> Optional[cst.CSTNode]:
         """The ``def`` whose body holds this code: this function's, or for a lambda the nearest around it (None:
@@ -134,7 +135,7 @@ class Placement:
         """STEP, the enclosing function's qualname, or None (module level: runs once)."""
         if any(loop.is_step for loop in self.loops):
             return STEP
-        if self.function is None:
+        if self.function is None or self.function.memoised:
             return None
         if self.function.is_step:
             return STEP

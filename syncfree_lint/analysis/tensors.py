@@ -25,8 +25,8 @@ from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysi
     HOST_KEYS as HOST_KEYS, HOST_LOADER as HOST_LOADER, HOST_TENSOR as HOST_TENSOR, LOADER as LOADER,
     LOADERS as LOADERS, Lookup as Lookup, element_of as element_of, MASK as MASK, METRIC as METRIC, MODULE as MODULE,
     MODULE_CLASS as MODULE_CLASS, NOT_DEVICE as NOT_DEVICE, NUMBER as NUMBER, NUMPY as NUMPY, OTHER as OTHER,
-    TENSOR as TENSOR, TENSORS as TENSORS, _HOST_TENSORS as _HOST_TENSORS, combine as combine, in_place as in_place,
-    merge as merge, tuple_elements as tuple_elements, tuple_kind as tuple_kind,
+    TENSOR as TENSOR, TENSOR_REST as TENSOR_REST, TENSORS as TENSORS, _HOST_TENSORS as _HOST_TENSORS,
+    combine as combine, in_place as in_place, merge as merge, tuple_elements as tuple_elements, tuple_kind as tuple_kind,
 )
 
 
@@ -103,7 +103,9 @@ class TensorInference:
         return OTHER
 
     def _Tuple(self, node: cst.Tuple) -> Optional[str]:
-        return OTHER
+        """``(dist.to(dev), toks.to(dev))``: its elements' kinds, so ``nbrs[1]`` of it is a device tensor."""
+        return tuple_kind([None if isinstance(element, cst.StarredElement) else self.kind(element.value)
+                           for element in node.elements]) or OTHER
 
     def _Attribute(self, node: cst.Attribute) -> Optional[str]:
         text = dotted(node)

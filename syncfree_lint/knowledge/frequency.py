@@ -88,6 +88,13 @@ PER_PASS_HOOK_REGISTRATIONS: Dict[str, Tuple[Optional[str], ...]] = {
     "register_hook": ("tensor",),
 }
 
+#: decorators that memoise a function: its body runs once per distinct arguments (a table built for a length and a
+#: device), not once per call; ``functools.cached_property`` is left out, it runs once per object, and a step may
+#: build one object per batch
+MEMOISING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
+#: attributes whose read on a memoised function's parameter says the argument is a tensor: hashed by identity, a new
+#: tensor each call misses the cache
+TENSOR_KEY_ATTRIBUTES = frozenset({"device", "dtype", "shape", "is_cuda"})
 #: contexts and decorators that turn gradients off: a loop running a model on its items inside one
 #: is an evaluation loop (``analysis.eval_loops``)
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",

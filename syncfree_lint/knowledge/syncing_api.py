@@ -51,6 +51,33 @@ NONFINITE_CHECKED_FUNCTIONS = frozenset({
 })
 NONFINITE_CHECKED_WHY = "reads the total norm back to raise on inf/NaN (`error_if_nonfinite=True`)"
 
+#: ``torch.distributions`` classes that check their parameters when built with argument validation on (the
+#: default, ``Distribution._validate_args = __debug__``): each constraint's answer is read back with
+#: ``if not torch._is_all_true(valid): raise``, a host read of a device value. ``Independent``,
+#: ``MixtureSameFamily`` and ``TransformedDistribution`` check nothing of their own (their base was built, and
+#: checked, by another call); the ``Transformed`` ones below build a checked base inside.
+VALIDATING_DISTRIBUTIONS = frozenset({
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
+    "Exponential", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
+    "HalfNormal", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
+    "LowRankMultivariateNormal", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+    "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "StudentT", "Uniform", "VonMises", "Weibull", "Wishart",
+})
+VALIDATING_DISTRIBUTION_WHY = "checks its parameters against their constraints and reads the answer back (argument " \
+                              "validation is on by default); pass `validate_args=False` or call " \
+                              "`torch.distributions.Distribution.set_default_validate_args(False)` once at start-up"
+#: the call that turns the check off for the whole program (the rule looks for it in the file's code)
+VALIDATION_OFF_SWITCH = "set_default_validate_args(False)"
+
+
+def validating_distribution(qualname: str) -> bool:
+    """``torch.distributions.Normal`` or ``torch.distributions.normal.Normal``: a distribution that checks its
+    parameters when built."""
+    parts = qualname.split(".")
+    return parts[:2] == ["torch", "distributions"] and len(parts) in (3, 4) and parts[-1] in VALIDATING_DISTRIBUTIONS
+
+
 #: calls that compare or test device tensors and return a Python bool: the host reads the result back.
 #: Reported when an argument (or the receiver of the method form) is a device tensor.
 READING_FUNCTIONS: Dict[str, str] = {

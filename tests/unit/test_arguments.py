@@ -51,6 +51,13 @@ def seeds_of(source: str) -> Seeds:
     ("def f(a, b=None):\n    pass\nf(n)\nf(n, n)\n", {"f": {"a": T.NUMPY}}),
     # positional arguments after *args are not known
     ("def f(a, b):\n    pass\nf(*rest, x)\n", {}),
+    # `*` of a sequence of device tensors: this parameter and the rest are device tensors
+    ("def f(a, b, c):\n    pass\nf(n, *tuple(t.to('cuda') for t in batch))\n",
+     {"f": {"a": T.NUMPY, "b": T.TENSOR, "c": T.TENSOR}}),
+    ("def f(a, b):\n    pass\nf(*[x, x])\n", {}),
+    # `*` of a call returning a tuple of known parts: each part in turn
+    ("def g(t):\n    return t.cuda(), 3\ndef f(a, b, c):\n    pass\nf(*g(n), x)\n",
+     {"f": {"a": T.TENSOR, "b": T.NUMBER}, "g": {"t": T.NUMPY}}),
     # methods called on self skip self; a static method does not
     ("class C:\n    def m(self, a):\n        pass\n    def run(self):\n        self.m(x)\n", {"C.m": {"a": T.TENSOR}}),
     ("class C:\n    @staticmethod\n    def m(a):\n        pass\n    def run(self):\n        self.m(x)\n", {"C.m": {"a": T.TENSOR}}),

@@ -338,6 +338,8 @@ def test_framework_batch_hooks_are_steps(tmp_path, base: str, method: str) -> No
     ("sum(x)", T.TENSOR), ("max(x)", T.TENSOR), ("sum([1, 2])", None),
     ("unknown.to(device)", T.TENSOR), ("unknown.to(self.device)", T.TENSOR), ("unknown.to(dev)", None), ('unknown.to("cuda:0")', T.TENSOR),
     ("unknown.cuda()", T.TENSOR), ("unknown.to(torch.float16)", None), ('unknown.to("cpu")', T.HOST_TENSOR),
+    # a tuple display holds its elements' kinds: its parts are known by position
+    ("(unknown.cuda(), 3)[0]", T.TENSOR), ("(unknown.cuda(), 3)[1]", T.NUMBER), ("(1, 2)", T.OTHER),
 ])
 def test_builtins_over_elements_and_moves_of_unknown_values(expression: str, expected: object) -> None:
     assert kind_of(expression) == expected
@@ -560,6 +562,10 @@ def _syncing(source: str):
     ("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)", True),
     ("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)", False),
     ("torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=False)", False),
+    ("torch.distributions.Normal(model(x), 1.0)", True), ("torch.distributions.normal.Normal(model(x), 1.0)", True),
+    ("torch.distributions.Categorical(logits=model(x))", True),
+    ("torch.distributions.Categorical(logits=model(x), validate_args=False)", False),
+    ("torch.distributions.Normal(0.0, 1.0)", False), ("torch.distributions.Independent(stats, 1)", False),
 ])
 def test_syncing_api_table(call: str, expected: bool) -> None:
     from syncfree_lint.knowledge.syncing_api import (
@@ -1051,3 +1057,20 @@ def test_private_torch_functions_promise_no_kind(qualname: str, expected: bool) 
     from syncfree_lint import engine
     found = [d for d in engine.lint_text("t.py", textwrap.dedent(source), Config()) if d.code == "SFL106"]
     assert bool(found) is (not expected)
+
+
+def test_validating_distributions_are_torch_distribution_classes() -> None:
+    import importlib.util
+
+    from syncfree_lint.knowledge.syncing_api import VALIDATING_DISTRIBUTIONS, validating_distribution
+    assert validating_distribution("torch.distributions.Beta")
+    assert validating_distribution("torch.distributions.relaxed_bernoulli.RelaxedBernoulli")
+    assert not validating_distribution("torch.distributions.TransformedDistribution")
+    assert not validating_distribution("my.distributions.Normal")
+    if importlib.util.find_spec("torch") is None:
+        return
+    import torch.distributions as td  # the table names real classes that check something when built
+    for name in VALIDATING_DISTRIBUTIONS:
+        cls = getattr(td, name)
+        assert issubclass(cls, td.Distribution)
+        assert cls.arg_constraints or issubclass(cls, td.TransformedDistribution), name

@@ -136,14 +136,15 @@ def test_teachers_are_the_files_that_call_a_reported_file() -> None:
     (["tensor", "other"], "(tensor,other)"),
     (["tensor", None, "number"], "(tensor,?,number)"),
     (["number", "other"], None),  # no device tensor: nothing worth knowing element by element
-    (["(tensor,number)", "number"], "(tensor,number)"),  # a nested tuple counts as a tensor
+    # a nested tuple keeps its own parts (`(q, k, v), (n_mem, length)`): a size in it stays a number
+    (["(tensor,number)", "number"], "((tensor,number),number)"),
+    (["((tensor,?),number)", None, "mask"], "(((tensor,?),number),?,mask)"),
 ])
 def test_tuple_kinds(kinds, expected) -> None:
     kind = tensors.tuple_kind(kinds)
     assert kind == expected
     if expected is not None:
-        assert tensors.tuple_elements(kind) == [None if k is None else "tensor" if k.startswith("(") else k
-                                                for k in kinds]
+        assert tensors.tuple_elements(kind) == kinds
     assert tensors.tuple_elements("tensor") is None and tensors.tuple_elements(None) is None
 
 

@@ -56,3 +56,16 @@ def test_a_hook_named_by_a_string_runs_on_each_callback(tmp_path) -> None:
 def test_a_name_that_is_no_hook_or_no_string_runs_nothing_known(tmp_path) -> None:
     assert lint_files(tmp_path, {"callbacks.py": _CALLBACKS, "trainer.py": _TRAINER.format(name='"batch_end"')}) == []
     assert lint_files(tmp_path, {"callbacks.py": _CALLBACKS, "trainer.py": _TRAINER.format(name="self.event")}) == []
+
+
+def test_a_method_looked_up_with_a_default_and_kept_in_a_name_runs_too(tmp_path) -> None:
+    lookup = _TRAINER.format(name='"on_batch_end"').replace(
+        "                getattr(cb, hook)(self, *args)",
+        "                fn = getattr(cb, hook, None)\n"
+        "                if fn is not None:\n"
+        "                    fn(self, *args)")
+    assert "fn = getattr(cb, hook, None)" in lookup
+    found = lint_files(tmp_path, {"callbacks.py": _CALLBACKS, "trainer.py": lookup})
+    assert found == [("callbacks.py", 11, "SFL105")]
+    other = lookup.replace("fn = getattr(cb, hook, None)", "fn = getattr(cb, 'name', None)")
+    assert lint_files(tmp_path, {"callbacks.py": _CALLBACKS, "trainer.py": other}) == []

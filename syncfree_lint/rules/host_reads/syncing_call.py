@@ -8,7 +8,8 @@ from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.knowledge.syncing_api import (
     MULTINOMIAL_FUNCTIONS, MULTINOMIAL_WHY, NONFINITE_CHECKED_FUNCTIONS, NONFINITE_CHECKED_WHY, READING_FUNCTIONS,
-    READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS,
+    READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS, VALIDATING_DISTRIBUTION_WHY,
+    VALIDATION_OFF_SWITCH, validating_distribution,
 )
 from syncfree_lint.rules.base import Rule, method_call, receiver
 
@@ -20,7 +21,7 @@ class SyncingCall(Rule[cst.Call]):
         "default": "`{call}` in a step waits for the GPU: it {why}; call it at log intervals or once per epoch",
     }
     evidence = ("barrier", "_object", "get_scale", "GradScaler", "equal", "allclose", "is_nonzero", "assert_close", "LBFGS",
-                "multinomial", "error_if_nonfinite")
+                "multinomial", "error_if_nonfinite", "distributions")
     node_types = (cst.Call,)
     invalid = (
         """
@@ -50,8 +51,28 @@ class SyncingCall(Rule[cst.Call]):
                 probs.gather(1, picked).log().mean().backward()
                 optimizer.step()
         """,
+        """
+        import torch
+        from torch.distributions import Normal
+        def train(policy, loader, optimizer):
+            for obs, act in loader:
+                mean, log_std = policy(obs)
+                dist = Normal(mean, log_std.exp())
+                (-dist.log_prob(act).sum(-1).mean()).backward()
+                optimizer.step()
+        """,
     )
     valid = (
+        """
+        import torch
+        from torch.distributions import Normal
+        def train(policy, loader, optimizer):
+            for obs, act in loader:
+                mean, log_std = policy(obs)
+                dist = Normal(mean, log_std.exp(), validate_args=False)
+                (-dist.log_prob(act).sum(-1).mean()).backward()
+                optimizer.step()
+        """,
         """
         import torch
         def train(model, loader, optimizer):
@@ -89,7 +110,9 @@ Flags library calls that wait for the device inside, though nothing at the call 
 receiver built as `GradScaler()`, or any receiver not known to be something else for
 `get_scale`, a method only loss scalers have); `torch.optim.LBFGS.step(closure)`; and the comparisons that answer with a Python
 bool (`torch.equal`, `torch.allclose`, `torch.is_nonzero`, `torch.testing.assert_close` and the
-`.equal()` / `.allclose()` / `.is_nonzero()` methods) when a device tensor is compared; and two calls that wait only
+`.equal()` / `.allclose()` / `.is_nonzero()` methods) when a device tensor is compared; a `torch.distributions`
+distribution (`Normal`, `Categorical`, ...) built from device tensors with argument validation on (no
+`validate_args=False`, and no `Distribution.set_default_validate_args(False)` in the file); and two calls that wait only
 with some arguments: `torch.multinomial` (or `.multinomial()`) of device probabilities drawing one sample or drawing
 without replacement (the default), and `clip_grad_norm_(..., error_if_nonfinite=True)`. The calls are listed in
 `knowledge/syncing_api.py`.
@@ -105,7 +128,11 @@ norms to Python numbers to decide when to stop. `torch.multinomial` validates th
 (finite, non-negative, a positive sum) with `.item()` reads before its one-sample and
 without-replacement paths; Gumbel-max sampling on the device
 (`(logits - torch.empty_like(logits).exponential_().log()).argmax(-1)`) draws the same
-distribution without them. `error_if_nonfinite=True` makes `clip_grad_norm_` test the total norm on the host.
+distribution without them. A distribution built with validation on (the default unless Python runs with `-O`)
+tests each parameter against its constraint (`scale > 0`, `probs` on the simplex) and raises if any element fails:
+`if not torch._is_all_true(valid)` reads the answer back; `validate_args=False`, or
+`torch.distributions.Distribution.set_default_validate_args(False)` at start-up, skips the check (invalid values then
+give NaN instead of an error). `error_if_nonfinite=True` makes `clip_grad_norm_` test the total norm on the host.
 
 ## Example
 ```python
@@ -144,6 +171,10 @@ No automatic fix.
             if _multinomial_checks(node, ctx, qual in MULTINOMIAL_FUNCTIONS):
                 ctx.report(self, node, call="multinomial()", why=MULTINOMIAL_WHY)
             return
+        if validating_distribution(qual):
+            if _validates(node, ctx):
+                ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=VALIDATING_DISTRIBUTION_WHY)
+            return
         if qual in READING_FUNCTIONS:
             if any(ctx.kind(arg.value) in tensors.DEVICE_TENSORS for arg in node.args):
                 ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=READING_FUNCTIONS[qual])
@@ -177,3 +208,15 @@ def _multinomial_checks(node: cst.Call, ctx: SemanticModel, function: bool) -> b
         return False
     one = isinstance(samples, cst.Integer) and samples.value == "1"
     return one or replacement is None or (isinstance(replacement, cst.Name) and replacement.value == "False")
+
+
+def _validates(node: cst.Call, ctx: SemanticModel) -> bool:
+    """A distribution built from a device tensor with argument validation left on: no ``validate_args`` (or
+    ``validate_args=True``), and the file does not turn validation off for the program."""
+    flag = keyword_value(node, "validate_args")
+    if flag is not None and not (isinstance(flag, cst.Name) and flag.value == "True"):
+        return False
+    if VALIDATION_OFF_SWITCH in ctx.source_text().replace(" ", ""):
+        return False
+    return any(ctx.kind(arg.value) in tensors.DEVICE_TENSORS for arg in node.args if arg.keyword is None
+               or arg.keyword.value != "validate_args")
