@@ -325,7 +325,7 @@ class BindingsMixin:
             if (ref.bound and not method) or ref.qualname.split(".", 1)[0] in LIBRARY_HEADS:
                 return None
             kind = self.imported_returns.get(ref.qualname)
-            if kind is None:
+            if kind is None or tensors.incomplete(kind):
                 self.unknown_imports.add(ref.qualname)
             return kind
         found = {self.returns.get(qualname) for qualname in self.resolve_local(ref)}
@@ -341,7 +341,7 @@ class BindingsMixin:
         if qual is None or qual.split(".", 1)[0] in LIBRARY_HEADS:
             return None
         kind = self.imported_returns.get(qual)
-        if kind is None:
+        if kind is None or tensors.incomplete(kind):  # `(tensor,?,?)`: a later round may know the rest
             self.unknown_imports.add(qual)
         return kind
 

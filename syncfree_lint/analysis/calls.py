@@ -12,7 +12,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.autograd_functions import applied_class, is_autograd_class
 from syncfree_lint.analysis.dispatch_tables import module_tables, table_read
-from syncfree_lint.analysis.events import registered_handler
+from syncfree_lint.analysis.events import named_registration, registered_handler
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.filefacts import CallSite
@@ -56,6 +56,7 @@ class CallsMixin:
     callables: ScopedNames["CallRef"]
     alternatives: ScopedNames[Tuple["CallRef", ...]]
     passed_callables: PassedCallables
+    named_handlers: Dict[str, List[str]]
     calls: List[CallSite]
     function: Optional["FunctionFrame"]
     unknown_reads: Set[Tuple[str, str]]
@@ -308,6 +309,12 @@ class CallsMixin:
             hook = self.function_value(handler) or self._called_instance(handler)
             if hook is not None:
                 self.pass_hooks.append((hook, self.statement, (None,), None, "registered for a per-iteration event"))
+        named = named_registration(node)
+        if named is not None:  # `bus.subscribe("critic_updated", on_critic)`: runs where that name is emitted
+            registered = self.function_value(named[1])
+            local: List[str] = [f"{registered.class_qualname}.{registered.method}"] if isinstance(registered, SelfRef) \
+                else self.resolve_local(registered) if isinstance(registered, NameRef) else []
+            self.named_handlers.setdefault(named[0], []).extend(q for q in local if q in self.functions)
         if isinstance(ref, NameRef) and ref.name in self.classes:  # `Trainer(model, callbacks=[...])`: to `__init__`
             ref = SelfRef(ref.name, "__init__")
         if ref is not None:

@@ -19,7 +19,7 @@ from syncfree_lint.analysis.decorators import decorator_wrappers, memoised
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
-from syncfree_lint.analysis.events import per_iteration_handler
+from syncfree_lint.analysis.events import named_event, per_iteration_handler
 from syncfree_lint.analysis.instances import MODULE_OBJECT_KIND_PREFIX, InstanceTable, annotated_class, class_of_kind
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement, mark_step
 from syncfree_lint.knowledge import frequency as facts
@@ -30,6 +30,7 @@ class DefinitionsMixin:
 
     imports: ImportMap
     statement: Optional[cst.CSTNode]
+    named_handlers: Dict[str, List[str]]
     function: Optional[FunctionFrame]
     class_frame: Optional[ClassFrame]
     loops: List[LoopFrame]
@@ -78,6 +79,8 @@ class DefinitionsMixin:
         ) or self._is_batch_hook(name) or per_event) and self.uses_accelerator
         frame = FunctionFrame(qualname, name, is_step, self.class_frame, node)
         frame.memoised = memoised(node, self.qualname)
+        for event in named_event(node):  # `@bus.on("critic_updated")`: runs where that name is emitted
+            self.named_handlers.setdefault(event, []).append(qualname)
         if is_step:
             frame.why = "forward of an nn.Module" if name == "forward" and name not in self.step_functions else \
                 "an event handler run every iteration" if per_event and name not in self.step_functions else \

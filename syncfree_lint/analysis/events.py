@@ -6,10 +6,17 @@ decorator (``@trainer.on(Events.ITERATION_COMPLETED)``) or a call
 string (``"iteration_completed"``). A handler registered for a per-iteration event
 (``knowledge.frequency.PER_ITERATION_EVENTS``) runs every step, unless a filter thins it out
 (``every=``, ``once=``, ``Events.ITERATION_COMPLETED(every=100)``, which is a call, not a name).
+
+A project's own event bus names its events by strings: ``@bus.on("critic_updated")`` (or
+``bus.subscribe("critic_updated", fn)``) registers a handler, ``bus.emit("critic_updated", loss=loss)`` runs the
+handlers of that name with those arguments. The handlers go in the file's facts under ``EVENT_KEY + name``
+(``named_event``, ``named_registration``), and an emit is a call of that key (``emitted_event``), so the run joins
+them across files: a handler runs as often as the code that emits its name.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import re
+from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -50,3 +57,47 @@ def registered_handler(call: cst.Call) -> Optional[cst.BaseExpression]:
     if event.keyword is not None or handler.keyword is not None or event.star or handler.star:
         return None
     return handler.value if per_iteration_event(event.value) and _unfiltered(call.args) else None
+
+
+#: the prefix of a named event's entry in the run's index (a space: never part of a dotted name)
+EVENT_KEY = "event "
+_EVENT_NAME = re.compile(r"[A-Za-z_][\w.:/-]*\Z")
+
+
+def _event_name(arg: cst.Arg) -> Optional[str]:
+    value = arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) and arg.keyword is None \
+        and not arg.star else None
+    return value if isinstance(value, str) and _EVENT_NAME.match(value) and not per_iteration_event(arg.value) \
+        else None
+
+
+def named_event(node: cst.FunctionDef) -> List[str]:
+    """The event names ``node`` is registered for by a decorator: ``@bus.on("critic_updated")``."""
+    out = []
+    for decorator in node.decorators:
+        call = decorator.decorator
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and len(call.args) == 1 \
+                and call.func.attr.value in facts.NAMED_EVENT_DECORATORS:
+            name = _event_name(call.args[0])
+            if name is not None:
+                out.append(name)
+    return out
+
+
+def named_registration(call: cst.Call) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """(event name, handler) of ``bus.subscribe("critic_updated", on_critic)``."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in facts.NAMED_EVENT_REGISTRATIONS) \
+            or len(call.args) < 2 or call.args[1].keyword is not None or call.args[1].star:
+        return None
+    name = _event_name(call.args[0])
+    return (name, call.args[1].value) if name is not None else None
+
+
+def emitted_event(call: cst.Call) -> Optional[Tuple[str, List[cst.Arg]]]:
+    """(event name, the arguments its handlers get) of ``bus.emit("critic_updated", loss=loss)``."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in facts.NAMED_EVENT_EMITTERS) or not call.args:
+        return None
+    name = _event_name(call.args[0])
+    return (name, list(call.args[1:])) if name is not None else None

@@ -75,6 +75,12 @@ def tuple_elements(kind: Optional[str]) -> Optional[List[Optional[str]]]:
     return [None if part == "?" else part for part in parts]
 
 
+def incomplete(kind: Optional[str]) -> bool:
+    """A tuple kind with an unknown part (``"(tensor,?,?)"``): a later round may say more, so a reader keeps asking."""
+    elements = tuple_elements(kind)
+    return elements is not None and any(element is None or incomplete(element) for element in elements)
+
+
 def element_of(kind: Optional[str]) -> Optional[str]:
     """What a loop over a value of ``kind`` gives each time: rows of a device tensor are device tensors, each
     record of ``RECORDS`` a dict of them, each part of a tuple of device tensors (``for t in (seqs, *aligned)``)

@@ -25,6 +25,7 @@ from syncfree_lint.analysis.hooks import EACH_HOOK_KEY
 from syncfree_lint.analysis.loops import LoopsMixin
 from syncfree_lint.analysis.device import default_device_is_accelerator
 from syncfree_lint.analysis.dispatchers import Dispatcher, dispatchers, hook_call
+from syncfree_lint.analysis.events import EVENT_KEY, emitted_event
 from syncfree_lint.analysis.eval_loops import turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX, InstanceTable, ScopedNames
@@ -136,6 +137,7 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self.bound_arguments: ScopedNames[Tuple[cst.Arg, ...]] = ScopedNames()  # ``partial(f, a, k=v)``'s
         self.passed_callables = PassedCallables()  # functions handed to parameters that are called
         self.dispatchers = dispatchers(module, source)  # functions that call the hook a string names
+        self.named_handlers: Dict[str, List[str]] = {}  # event name -> this file's handlers of it (``events``)
         self.pass_hooks: List[Any] = []  # (hook, statement, called with, placement, how): per pass or event
         self.metric_sites: Dict[str, MetricSite] = {}  # bound name -> where the metric was built
         self.all_metric_sites: List[MetricSite] = []
@@ -408,6 +410,10 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
             local = [f"{ref.class_qualname}.{ref.method}"] if isinstance(ref, SelfRef) else self.resolve_local(ref)
             for qualname in local:
                 self._dispatched_hook(self.dispatchers.get(qualname), node)
+        emitted = emitted_event(node)
+        if emitted is not None:  # `bus.emit("critic_updated", loss=loss)`: the handlers of that name, in any file
+            self._record_arguments(DottedRef(EVENT_KEY + emitted[0]), emitted[1])
+            self._add_call_site(DottedRef(EVENT_KEY + emitted[0]))
         if not self.wraps_callable(node):
             self._passed_functions(node, ref)
         if isinstance(func, (cst.Name, cst.Attribute)) and self.function is not None:  # `cb(x)`, `self.on_step(x)`

@@ -14,6 +14,7 @@ from syncfree_lint.analysis.call_refs import override_key
 from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name, returned_nested_function
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop, ParameterCall, Pass
+from syncfree_lint.analysis.events import EVENT_KEY
 from syncfree_lint.analysis.hooks import does_nothing, hook_key, published_methods
 from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.analysis.number_kind import return_dtype
@@ -44,6 +45,8 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         facts.functions[full] = function_id(qual)
     for table, names in walk.function_tables().items():
         facts.tables[f"{walk.module_name}.{table}" if walk.module_name else table] = tuple(map(function_id, names))
+    for event, handlers in walk.named_handlers.items():  # `@bus.on("critic_updated")`: `bus.emit(...)` runs them
+        facts.tables[EVENT_KEY + event] = tuple(map(function_id, handlers))
     for qual, frame in walk.classes.items():
         if frame.bases:
             facts.classes[f"{walk.module_name}.{qual}" if walk.module_name else qual] = tuple(

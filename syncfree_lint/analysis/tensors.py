@@ -26,7 +26,8 @@ from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysi
     LOADERS as LOADERS, Lookup as Lookup, element_of as element_of, MASK as MASK, METRIC as METRIC, MODULE as MODULE,
     MODULE_CLASS as MODULE_CLASS, NOT_DEVICE as NOT_DEVICE, NUMBER as NUMBER, NUMPY as NUMPY, OTHER as OTHER,
     TENSOR as TENSOR, TENSOR_REST as TENSOR_REST, TENSORS as TENSORS, _HOST_TENSORS as _HOST_TENSORS,
-    combine as combine, in_place as in_place, merge as merge, tuple_elements as tuple_elements, tuple_kind as tuple_kind,
+    combine as combine, in_place as in_place, incomplete as incomplete, merge as merge,
+    tuple_elements as tuple_elements, tuple_kind as tuple_kind,
 )
 
 

@@ -70,6 +70,13 @@ EVENT_DECORATORS = frozenset({"on"})
 #: the method that registers a handler by a call (``engine.add_event_handler(event, handler, *args)``)
 EVENT_REGISTRATIONS = frozenset({"add_event_handler"})
 EVENT_FILTER_KEYWORDS = frozenset({"every", "once", "event_filter", "before", "after"})
+#: an event bus of the project's own, by string name (``analysis.events.named_event``): a handler registered for
+#: ``"critic_updated"`` with a decorator (``@bus.on("critic_updated")``) or a call (``bus.subscribe(
+#: "critic_updated", fn)``) runs where code emits that name (``bus.emit("critic_updated", loss=loss)``), as often
+NAMED_EVENT_DECORATORS = frozenset({"on", "subscribe", "listen", "listens_to", "on_event"})
+NAMED_EVENT_REGISTRATIONS = frozenset({"add_event_handler", "subscribe", "add_listener", "on", "listen"})
+NAMED_EVENT_EMITTERS = frozenset({"emit", "fire", "fire_event", "publish", "trigger", "notify", "dispatch_event",
+                                  "call_event", "send_event", "_emit", "_fire", "_trigger"})
 
 #: methods that register a callable torch runs at every forward or backward of a module, or every
 #: backward through a tensor (``model.head.register_forward_hook(monitor)``): in a training run,

@@ -285,3 +285,55 @@ def test_a_hook_declared_in_a_context_file_is_a_step_for_a_file_linted_alone(tmp
     project = _project(tmp_path, HOOKS)
     for result in (engine.run([str(project)], Config()), engine.run([str(project / "train.py")], Config(), project=True)):
         assert ("train.py", 7) in [(Path(d.path).name, d.line) for d in result.diagnostics]
+
+
+PARTIAL = {
+    "matching.py": '''
+        import torch
+
+        def assign(labels):
+            return torch.zeros(labels.shape[0], 8, dtype=torch.long, device=labels.device) + labels[:, None]
+
+        def ohem(logits, target):
+            pos = target > 0
+            count = pos.sum(dim=1)
+            return logits.sum(), pos, count
+        ''',
+    "model.py": '''
+        import torch
+        from matching import assign, ohem
+
+        class WithLoss(torch.nn.Module):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            def forward(self, images, labels):
+                logits = self.net(images)
+                target = assign(labels)
+                loss, pos, count = ohem(logits, target)
+                return loss / max(count.sum(), 1)
+        ''',
+    "train.py": '''
+        from model import WithLoss
+
+        def train(net, loader, opt):
+            model = WithLoss(net).cuda()
+            for images, labels in loader:
+                loss = model(images.cuda(), labels.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        ''',
+}
+
+
+def test_a_returned_tuple_learned_in_part_is_asked_again(tmp_path: Path) -> None:
+    """``ohem`` returns ``(tensor,?,?)`` until a round tells it its ``target`` is a device tensor (what ``assign``
+    returns, learned the round before); model.py keeps asking for what it returns, so ``count`` is a tensor in the
+    end and ``max(count.sum(), 1)`` a comparison on the host."""
+    assert tensors.incomplete("(tensor,?,?)") and tensors.incomplete("((tensor,?),number)")
+    assert not tensors.incomplete("(tensor,mask,tensor)") and not tensors.incomplete("tensor")
+    project = _project(tmp_path, PARTIAL)
+    whole = engine.run([str(project)], Config())
+    assert [(Path(d.path).name, d.line, d.code) for d in whole.diagnostics] == [("model.py", 14, "SFL106")]
