@@ -73,6 +73,7 @@ class CallsMixin:
     returned_functions: Dict[str, str]
     instance_class: Callable[[cst.BaseExpression], Optional[ClassRef]]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
+    _callable_elements: Callable[[cst.BaseExpression], Tuple["CallRef", ...]]
 
     def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[CallRef]:
         prefix = ".".join(self._prefix)
@@ -252,10 +253,17 @@ class CallsMixin:
 
     def alternative_refs(self, func: cst.BaseExpression) -> List[CallRef]:
         """The other functions a called name may stand for: ``build = f if c else g`` (``g``), each
-        element of a list or dict of callables (``for cb in callbacks["on_step_end"]: cb(state)``);
+        element of a list or dict of callables (``for cb in callbacks["on_step_end"]: cb(state)``, ``loss_map[name](x)``
+        of ``loss_map = {"boxes": self.loss_boxes, ...}`` or of the display itself);
         the ``forward`` and ``backward`` a custom autograd function's ``apply`` runs (``autograd_functions``)."""
         if applied_class(func) is not None:
             return self._applied(applied_class(func), "forward") + self._applied(applied_class(func), "backward")
+        if isinstance(func, cst.Subscript):  # `loss_map[name](...)`, `{"boxes": self.loss_boxes, ...}[name](...)`
+            base = func.value
+            if isinstance(base, (cst.Dict, cst.List, cst.Tuple)):
+                return list(self._callable_elements(base))
+            return list(self.alternatives.lookup(".".join(self._prefix), base.value) or ()) \
+                if isinstance(base, cst.Name) else []
         if not isinstance(func, cst.Name):
             return []
         held = self.alternatives.lookup(".".join(self._prefix), func.value)

@@ -1,7 +1,9 @@
 """Dispatch tables: a module-level ``NAME = {key: function, ...}`` (or a list or tuple of functions) naming functions
 defined at the top of the file, and ``NAME = Cls.apply`` of a custom autograd function (its ``forward`` and
 ``backward``). The run indexes the table's dotted name under each function it names, so a call through
-``NAME[key]`` or ``NAME(...)``, here or in a file that imports it, may run any of them."""
+``NAME[key]`` or ``NAME(...)``, here or in a file that imports it, may run any of them. A registry filled by a
+decorator of the same file (``METRICS = {}``, ``def metric(name): def deco(fn): METRICS[name] = fn; ...``) holds
+every function of the file decorated with it (``@metric("fscore")``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
@@ -10,6 +12,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.autograd_functions import applied_class, apply_methods, is_autograd_class
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.nodes import walk_code
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame
@@ -31,7 +34,41 @@ def module_tables(module: cst.Module, classes: Dict[str, "ClassFrame"]) -> Dict[
                 local = apply_methods(classes, cls)
             if local:
                 tables[small.targets[0].target.value] = local
+    for table, functions in _registered(module).items():
+        tables.setdefault(table, []).extend(f for f in functions if f not in tables.get(table, []))
     return tables
+
+
+def _registered(module: cst.Module) -> Dict[str, List[str]]:
+    """Registry name -> the functions of the file a registering decorator of the file stores there."""
+    dicts = {small.targets[0].target.value for statement in module.body if isinstance(statement, cst.SimpleStatementLine)
+             for small in statement.body if isinstance(small, cst.Assign) and len(small.targets) == 1
+             and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Dict)}
+    functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+    if not dicts or not functions:
+        return {}
+    decorators = {f.name.value: table for f in functions for table in [_stored_in(f, dicts)] if table is not None}
+    out: Dict[str, List[str]] = {}
+    for function in functions:
+        for decorator in function.decorators:
+            expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            if isinstance(expr, cst.Name) and expr.value in decorators:
+                out.setdefault(decorators[expr.value], []).append(function.name.value)
+    return out
+
+
+def _stored_in(function: cst.FunctionDef, dicts: "set[str]") -> Optional[str]:
+    """The module-level dict ``function`` (or a function nested in it) stores one of its parameters in:
+    ``REGISTRY[name] = fn``; None when it stores none."""
+    params = {p.name.value for node in [function, *walk_code(function.body)] if isinstance(node, cst.FunctionDef)
+              for p in (*node.params.posonly_params, *node.params.params)}
+    for node in walk_code(function.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in params:
+            for target in node.targets:
+                owner = target.target.value if isinstance(target.target, cst.Subscript) else None
+                if isinstance(owner, cst.Name) and owner.value in dicts:
+                    return owner.value
+    return None
 
 
 def table_read(expr: cst.BaseExpression) -> Optional[cst.Name]:

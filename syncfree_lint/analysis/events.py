@@ -7,7 +7,7 @@ string (``"iteration_completed"``). A handler registered for a per-iteration eve
 (``knowledge.frequency.PER_ITERATION_EVENTS``) runs every step, unless a filter thins it out
 (``every=``, ``once=``, ``Events.ITERATION_COMPLETED(every=100)``, which is a call, not a name).
 
-A project's own event bus names its events by strings: ``@bus.on("critic_updated")`` (or
+A project's own event bus names its events by strings or constants: ``@bus.on("critic_updated")`` (or
 ``bus.subscribe("critic_updated", fn)``) registers a handler, ``bus.emit("critic_updated", loss=loss)`` runs the
 handlers of that name with those arguments. The handlers go in the file's facts under ``EVENT_KEY + name``
 (``named_event``, ``named_registration``), and an emit is a call of that key (``emitted_event``), so the run joins
@@ -65,10 +65,18 @@ _EVENT_NAME = re.compile(r"[A-Za-z_][\w.:/-]*\Z")
 
 
 def _event_name(arg: cst.Arg) -> Optional[str]:
-    value = arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) and arg.keyword is None \
-        and not arg.star else None
-    return value if isinstance(value, str) and _EVENT_NAME.match(value) and not per_iteration_event(arg.value) \
-        else None
+    """``"critic_updated"``, or a constant naming it (``Events.STEP_COMPLETED`` of an ``Enum`` or a class of
+    constants), lower-cased so the string and the constant of a ``str`` enum meet; not one of ignite's per-iteration
+    events (``per_iteration_event``: they run every step whoever fires them)."""
+    if arg.keyword is not None or arg.star or per_iteration_event(arg.value):
+        return None
+    if isinstance(arg.value, cst.SimpleString):
+        value = arg.value.evaluated_value
+        return value.lower() if isinstance(value, str) and _EVENT_NAME.match(value) else None
+    if isinstance(arg.value, cst.Attribute) and isinstance(arg.value.value, (cst.Name, cst.Attribute)) \
+            and arg.value.attr.value.isupper():
+        return arg.value.attr.value.lower()
+    return None
 
 
 def named_event(node: cst.FunctionDef) -> List[str]:

@@ -5,7 +5,7 @@ row for each kind of entry.
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Tuple
 
 #: functions (by qualified name) -> why the host waits
 SYNCING_FUNCTIONS: Dict[str, str] = {
@@ -32,6 +32,13 @@ SYNCING_METHODS.update({
                   "iteration"}
     for cls in ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
 })
+
+#: classes whose method reads an argument back on the host when it is a device tensor: class -> method -> (the
+#: argument's position, why). ``ReduceLROnPlateau.step(metrics)`` compares ``float(metrics)`` with its best.
+SYNCING_ARGUMENT_METHODS: Dict[str, Dict[str, Tuple[int, str]]] = {
+    cls: {"step": (0, "converts the monitored value with `float()` to compare it with the best so far")}
+    for cls in ("torch.optim.lr_scheduler.ReduceLROnPlateau",)
+}
 
 #: method names that, whatever the receiver's class is known to be, belong to a loss scaler whose
 #: value lives on the device (GradScaler and the scalers that wrap it); the receiver must not be

@@ -566,6 +566,7 @@ def _syncing(source: str):
     ("torch.distributions.Categorical(logits=model(x))", True),
     ("torch.distributions.Categorical(logits=model(x), validate_args=False)", False),
     ("torch.distributions.Normal(0.0, 1.0)", False), ("torch.distributions.Independent(stats, 1)", False),
+    ("plateau.step(model(x).mean().detach())", True), ("plateau.step(0.5)", False), ("plateau.step()", False),
 ])
 def test_syncing_api_table(call: str, expected: bool) -> None:
     from syncfree_lint.knowledge.syncing_api import (
@@ -584,6 +585,7 @@ def test_syncing_api_table(call: str, expected: bool) -> None:
             scaler = torch.amp.GradScaler("cuda")
             np_scaler = np.float32(2.0)
             lbfgs = torch.optim.LBFGS(model.parameters())
+            plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)
             for x, y in loader:
                 scaler.scale(model(x).mean()).backward()
                 scaler.step(optimizer)

@@ -79,6 +79,9 @@ def test_a_handler_runs_where_its_event_is_emitted(tmp_path, registration: str, 
     ('bus.emit("critic_updated", loss=l)', ("critic_updated", 1)), ('self.fire("step/end", out)', ("step/end", 1)),
     ('bus.emit(name, loss=l)', None), ('log.info("critic_updated %s", l)', None), ('bus.emit("two words")', None),
     ('engine.fire_event("iteration_completed")', None),  # an ignite event: `analysis.events.per_iteration_event`
+    # a constant naming the event (`Events.STEP_DONE` of a `str` enum) meets its string, lower-cased
+    ("self.fire(Events.STEP_DONE)", ("step_done", 0)), ('bus.emit("Step_Done")', ("step_done", 0)),
+    ("self.fire(Events.ITERATION_COMPLETED)", None), ("self.fire(events.step_done)", None),
 ])
 def test_emitted_event_names(call: str, expected) -> None:
     import libcst as cst
@@ -92,6 +95,8 @@ def test_emitted_event_names(call: str, expected) -> None:
     ('@bus.on("critic_updated")\ndef f(): pass\n', ["critic_updated"]),
     ('@bus.subscribe("a")\n@bus.subscribe("b")\ndef f(): pass\n', ["a", "b"]),
     ('@bus.on(Events.ITERATION_COMPLETED)\ndef f(): pass\n', []), ('@app.route("/x")\ndef f(): pass\n', []),
+    ('@engine.on(Events.STEP_DONE)\ndef f(): pass\n', ["step_done"]),
+    ('@engine.on(Events.STEP_DONE, every=10)\ndef f(): pass\n', []),  # thinned out: not as often as the emit
 ])
 def test_named_event_decorators(source: str, expected) -> None:
     import libcst as cst

@@ -67,3 +67,75 @@ def test_a_lambda_bound_to_a_name_runs_where_it_is_called(tmp_path) -> None:
             return also(loss)
     """
     assert lint_files(tmp_path, {"train.py": source}) == [("train.py", 4, "SFL102")]
+
+
+_CRITERION = """
+    import torch
+
+    class Criterion:
+        def count_error(self, logits, targets):
+            lengths = torch.as_tensor([len(t) for t in targets], device=logits.device)
+            return (logits.argmax(-1).sum(1) - lengths).abs().float().mean()
+
+        def ce(self, logits, targets):
+            return logits.logsumexp(-1).mean()
+
+        def get_loss(self, name, logits, targets):
+            {lookup}
+
+        def __call__(self, logits, targets):
+            return sum(self.get_loss(name, logits, targets) for name in ("ce", "count"))
+
+    def train(model, loader, opt):
+        criterion = Criterion()
+        for x, targets in loader:
+            loss = criterion(model(x.cuda()), targets)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+def test_a_dict_of_bound_methods_indexed_and_called_runs_each(tmp_path) -> None:
+    """``loss_map[name](...)`` of ``loss_map = {"count": self.count_error, ...}``, or the display indexed in place,
+    may run any method it holds: the count's host list copied to the device runs every step."""
+    named = 'loss_map = {"ce": self.ce, "count": self.count_error}\n            return loss_map[name](logits, targets)'
+    inline = 'return {"ce": self.ce, "count": self.count_error}[name](logits, targets)'
+    for lookup in (named, inline):
+        found = lint_files(tmp_path, {"train.py": _CRITERION.format(lookup=lookup)})
+        assert found == [("train.py", 6, "SFL401")], lookup
+    direct = 'return self.ce(logits, targets)'
+    assert lint_files(tmp_path, {"train.py": _CRITERION.format(lookup=direct)}) == []
+
+
+_REGISTRY = """
+    import torch
+
+    METRICS = {{}}
+
+    def metric(name):
+        def register(fn):
+            METRICS[name] = fn
+            return fn
+        return register
+
+    {decorator}
+    def coverage(pred, target):
+        return pred.argmin(-1).unique().numel() / pred.shape[1]
+
+    def train(model, loader, opt):
+        for x, y in loader:
+            pred = model(x.cuda())
+            loss = (pred - y.cuda()).pow(2).mean()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                stats = {{name: fn(pred, y) for name, fn in METRICS.items()}}
+"""
+
+
+def test_a_registry_filled_by_a_decorator_runs_each_registered_function(tmp_path) -> None:
+    """``@metric("coverage")`` stores the function in ``METRICS``; the step's loop over ``METRICS.items()`` runs it."""
+    found = lint_files(tmp_path, {"train.py": _REGISTRY.format(decorator='@metric("coverage")')})
+    assert [(line, code) for _, line, code in found] == [(14, "SFL203")]
+    assert lint_files(tmp_path, {"train.py": _REGISTRY.format(decorator="")}) == []

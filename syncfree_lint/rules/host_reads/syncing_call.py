@@ -8,7 +8,8 @@ from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.analysis.call_args import keyword_value, positional
 from syncfree_lint.knowledge.syncing_api import (
     MULTINOMIAL_FUNCTIONS, MULTINOMIAL_WHY, NONFINITE_CHECKED_FUNCTIONS, NONFINITE_CHECKED_WHY, READING_FUNCTIONS,
-    READING_METHODS, SCALER_ONLY_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS, VALIDATING_DISTRIBUTION_WHY,
+    READING_METHODS, SCALER_ONLY_METHODS, SYNCING_ARGUMENT_METHODS, SYNCING_FUNCTIONS, SYNCING_METHODS,
+    VALIDATING_DISTRIBUTION_WHY,
     VALIDATION_OFF_SWITCH, validating_distribution,
 )
 from syncfree_lint.rules.base import Rule, method_call, receiver
@@ -21,7 +22,7 @@ class SyncingCall(Rule[cst.Call]):
         "default": "`{call}` in a step waits for the GPU: it {why}; call it at log intervals or once per epoch",
     }
     evidence = ("barrier", "_object", "get_scale", "GradScaler", "equal", "allclose", "is_nonzero", "assert_close", "LBFGS",
-                "multinomial", "error_if_nonfinite", "distributions")
+                "multinomial", "error_if_nonfinite", "distributions", "ReduceLROnPlateau")
     node_types = (cst.Call,)
     invalid = (
         """
@@ -108,7 +109,8 @@ Flags library calls that wait for the device inside, though nothing at the call 
 `torch.distributed.barrier()`, the object collectives (`all_gather_object`,
 `broadcast_object_list`, ...), and a `GradScaler`'s `get_scale()` and `state_dict()` (the
 receiver built as `GradScaler()`, or any receiver not known to be something else for
-`get_scale`, a method only loss scalers have); `torch.optim.LBFGS.step(closure)`; and the comparisons that answer with a Python
+`get_scale`, a method only loss scalers have); `torch.optim.LBFGS.step(closure)`;
+`ReduceLROnPlateau.step(value)` of a device tensor (it compares `float(value)` with the best so far); and the comparisons that answer with a Python
 bool (`torch.equal`, `torch.allclose`, `torch.is_nonzero`, `torch.testing.assert_close` and the
 `.equal()` / `.allclose()` / `.is_nonzero()` methods) when a device tensor is compared; a `torch.distributions`
 distribution (`Normal`, `Categorical`, ...) built from device tensors with argument validation on (no
@@ -191,6 +193,10 @@ No automatic fix.
             why = SYNCING_METHODS.get(cls.name, {}).get(method)
             if why is not None:
                 ctx.report(self, node, call=f".{method}()", why=why)
+            read = SYNCING_ARGUMENT_METHODS.get(cls.name, {}).get(method)
+            value = positional(node, read[0]) if read is not None else None
+            if read is not None and value is not None and ctx.kind(value) in tensors.DEVICE_TENSORS:
+                ctx.report(self, node, call=f".{method}()", why=read[1])
             return
         if cls is None and method in SCALER_ONLY_METHODS and not node.args \
                 and ctx.kind(receiver(node)) not in tensors.NOT_DEVICE:
