@@ -29,6 +29,7 @@ from syncfree_lint.analysis.autograd_functions import takes_ctx
 from syncfree_lint.analysis.calls import CallRef, DottedRef, NameRef, SelfRef
 from syncfree_lint.analysis.filefacts import ArgKinds, ExternalKinds
 from syncfree_lint.analysis.hooks import hook_key
+from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_key
 from syncfree_lint.knowledge import frequency as facts
 from syncfree_lint.knowledge.torch_api import looks_like_module
@@ -168,8 +169,16 @@ class ArgumentsMixin:
                    for ref, positional, keywords in self.argument_records for qualname in self.resolve_local(ref)]
         records.extend((qualname, "first", positional, keywords)
                        for qualname, (positional, keywords) in self.external.calls_in)
+        # `StepState(batch=batch.to(dev))` of a dataclass: its generated `__init__` takes the fields, in order
+        records.extend((f"{ref.class_qualname}.__init__", "fields", positional, keywords)
+                       for ref, positional, keywords in self.argument_records
+                       if isinstance(ref, SelfRef) and ref.method == "__init__" and not self.resolve_local(ref)
+                       and dataclass_fields(self.classes.get(ref.class_qualname)))
         for qualname, self_given, positional, keywords in records:
             frame = self.functions.get(qualname)
+            if self_given == "fields":
+                self._field_seeds(passed, qualname, positional, keywords)
+                continue
             if frame is None:
                 continue
             names = _positional_names(frame, self_given, takes_ctx(frame.class_frame, frame.name, self.classes))
@@ -190,12 +199,25 @@ class ArgumentsMixin:
                 passed.setdefault((qualname, collected[0]), []).append(collected[1])
         seeds: Seeds = {}
         for (qualname, name), kinds in passed.items():
-            if any(k not in (_MISSING, _LITERAL_FALSE) for k in kinds) and _defaults_to_false(self.functions[qualname], name):
+            if any(k not in (_MISSING, _LITERAL_FALSE) for k in kinds) and qualname in self.functions \
+                    and _defaults_to_false(self.functions[qualname], name):
                 seeds.setdefault(qualname, {})[name + PASSED] = PASSED
             seed = _agreed_kind([tensors.OTHER if k == _LITERAL_FALSE else None if k == _MISSING else k for k in kinds])
             if seed is not None:
                 seeds.setdefault(qualname, {})[name] = seed
         return seeds
+
+    def _field_seeds(self, passed: Dict[Tuple[str, str], List[Optional[str]]], qualname: str,
+                     positional: Sequence[Optional[str]], keywords: Sequence[Tuple[str, Optional[str]]]) -> None:
+        """What one construction of a dataclass gives each field (``analysis.definitions`` reads the seeds of
+        ``Cls.__init__`` as what its instances hold)."""
+        fields = dataclass_fields(self.classes.get(qualname[: -len(".__init__")]))
+        given = dict(keywords)
+        for index, name in enumerate(fields):
+            if index < len(positional) and positional[index] not in (_UNKNOWN_REST, tensors.TENSOR_REST):
+                given.setdefault(name, positional[index])
+        for name in fields:
+            passed.setdefault((qualname, name), []).append(given.get(name, _MISSING))
 
 
 #: a positional ``*args`` at the call: the parameters from here on are not known
@@ -339,3 +361,15 @@ def analyse(walk: Callable[[Seeds, Returns], "ModuleAnalysis"]) -> "ModuleAnalys
         seeds, returns = found, dict(analysis.returns)
         analysis = walk(seeds, returns)
     return analysis
+
+
+def dataclass_fields(frame: Optional["ClassFrame"]) -> List[str]:
+    """The fields of a ``@dataclass`` of the file that defines no ``__init__`` (its annotated class attributes, in
+    order); [] for any other class."""
+    node = frame.node if frame is not None else None
+    if not isinstance(node, cst.ClassDef) or "__init__" in frame.methods or not any(  # type: ignore[union-attr]
+            (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "").rsplit(".", 1)[-1]
+            == "dataclass" for d in node.decorators):
+        return []
+    return [small.target.value for statement in getattr(node.body, "body", ()) if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)]

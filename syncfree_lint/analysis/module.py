@@ -269,7 +269,9 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self._remember_annotated_instance(node.target, node.annotation)
         if self.function is None and self.class_frame is not None and isinstance(node.target, cst.Name):
             # a field declared on the class (``loss: torch.Tensor`` of a dataclass): what its instances hold
-            declared = self._annotated_kind(node.annotation)
+            # or what the constructions give it (``StepState(batch=batch.to(dev))``, ``arguments._field_seeds``)
+            declared = self._annotated_kind(node.annotation) or \
+                self.parameter_kinds.get(f"{self.class_frame.qualname}.__init__", {}).get(node.target.value)
             if declared is not None and self.class_frame.attrs.get(f"self.{node.target.value}") is None:
                 self.class_frame.attrs[f"self.{node.target.value}"] = declared
 

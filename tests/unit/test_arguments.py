@@ -248,3 +248,39 @@ def test_a_models_own_tensors_are_device_tensors(loop: str, expected: bool) -> N
     """
     assert bool(_lines(source, "SFL1")) is expected
     assert not _lines(source, "SFL0")
+
+
+_DATACLASS = '''
+from dataclasses import dataclass
+from typing import Any
+import torch
+
+
+@dataclass
+class StepState:
+    batch: Any
+    scale: float = 1.0
+
+
+def phase_loss(model, st):
+    n = int(st.batch.sum())
+    return model(st.batch).mean() * n
+
+
+def train(model, loader, opt):
+    for batch in loader:
+        st = StepState({given})
+        loss = phase_loss(model, st)
+        loss.backward()
+        opt.step()
+'''
+
+
+@pytest.mark.parametrize("given,reported", [
+    ("batch=batch.cuda()", True), ("batch.cuda(), 2.0", True), ("batch=torch.zeros(4)", False),
+    ("scale=2.0, batch=torch.ones(4)", False),
+])
+def test_a_dataclass_field_holds_what_its_constructions_give(given: str, reported: bool) -> None:
+    """``StepState(batch=batch.cuda())`` of a dataclass with no ``__init__`` of its own: its instances' ``batch`` is
+    a device tensor, so ``int(st.batch.sum())`` in a helper the step calls reads it back."""
+    assert _findings(_DATACLASS.format(given=given)) == ([("SFL105", 14)] if reported else [])
