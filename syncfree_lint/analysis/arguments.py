@@ -107,7 +107,10 @@ class ArgumentsMixin:
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
             if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
                 kind = self._object_kind(value, constructed=constructor) or self._objects_kind(value) or kind
-            elif kind == tensors.MODULE:  # a module of a known class: both
+            elif kind == tensors.MODULE or (kind == tensors.TENSOR and isinstance(value, cst.Name)
+                                            and self.instance_class(value) is not None):
+                # a module of a known class: both (`model = GRU4Rec(n).to(device)` reads as moved, a tensor, here:
+                # the class it was built from says more to the callee)
                 named = self._object_kind(value, constructed=constructor)
                 kind = MODULE_OBJECT_KIND_PREFIX + named[len(OBJECT_KIND_PREFIX):] if named else kind
             if arg.keyword is not None:

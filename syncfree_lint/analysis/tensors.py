@@ -307,21 +307,11 @@ class TensorInference:
                 return NUMPY
             if name in ("item", "tolist"):
                 return NUMBER if name == "item" else OTHER
-            if name in ("cuda", "to") and self._constructed_object(func.value):
-                return None  # `GRU4Rec(n).to(device)`: an object of a class (a module), not a tensor
             if name == "cuda" or (name == "to" and self._names_accelerator_device(node)):
                 return TENSOR  # moved to an accelerator: whatever it was, it is there now
             if name == "to" and node.args and is_cpu_device(node.args[0].value, self.imports):
                 return HOST_TENSOR
         return None
-
-    def _constructed_object(self, expr: cst.BaseExpression) -> bool:
-        """``GRU4Rec(n_items)``: a call of a class named in CamelCase that is not torch's (``torch.Tensor(...)``)."""
-        if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
-            return False
-        name = expr.func.value if isinstance(expr.func, cst.Name) else expr.func.attr.value
-        qual = self.imports.qualname(expr.func) or ""
-        return name[:1].isupper() and not name.isupper() and not qual.startswith("torch.")
 
     def _retyped(self, name: str, target: cst.BaseExpression) -> Optional[str]:
         """A host tensor after ``.type_as(other)`` (``other``'s device) or ``.type(t)``: on the

@@ -55,6 +55,9 @@ def seeds_of(source: str) -> Seeds:
     ("def f(a, b, c):\n    pass\nf(n, *tuple(t.to('cuda') for t in batch))\n",
      {"f": {"a": T.NUMPY, "b": T.TENSOR, "c": T.TENSOR}}),
     ("def f(a, b):\n    pass\nf(*[x, x])\n", {}),
+    # a module built from a class and moved reads as a tensor here; its class is what the callee learns
+    ("from models import Net\ndef f(m):\n    pass\nnet = Net().to('cuda')\nf(net)\n",
+     {"f": {"m": "module-object:models.Net"}}),
     # `*` of a call returning a tuple of known parts: each part in turn
     ("def g(t):\n    return t.cuda(), 3\ndef f(a, b, c):\n    pass\nf(*g(n), x)\n",
      {"f": {"a": T.TENSOR, "b": T.NUMBER}, "g": {"t": T.NUMPY}}),

@@ -338,8 +338,6 @@ def test_framework_batch_hooks_are_steps(tmp_path, base: str, method: str) -> No
     ("sum(x)", T.TENSOR), ("max(x)", T.TENSOR), ("sum([1, 2])", None),
     ("unknown.to(device)", T.TENSOR), ("unknown.to(self.device)", T.TENSOR), ("unknown.to(dev)", None), ('unknown.to("cuda:0")', T.TENSOR),
     ("unknown.cuda()", T.TENSOR), ("unknown.to(torch.float16)", None), ('unknown.to("cpu")', T.HOST_TENSOR),
-    # an object of a class moved to the device is no tensor (a module: `model.score(...)` is its method)
-    ("Tower(3).to(device)", None), ("Tower(3).cuda()", None), ("make(3).to(device)", T.TENSOR),
     # a tuple display holds its elements' kinds: its parts are known by position
     ("(unknown.cuda(), 3)[0]", T.TENSOR), ("(unknown.cuda(), 3)[1]", T.NUMBER), ("(1, 2)", T.OTHER),
 ])
