@@ -22,10 +22,21 @@ def test_some_scripts_are_runnable() -> None:
     assert len(RUNNABLE) >= 5
 
 
+# gloo's worker threads can abort the process after the script's last line (a teardown race inside the
+# library, seen once in many CI runs); that exact abort, and only it, earns one more try.
+GLOO_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def run_script(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(path)], cwd=str(path.parent), capture_output=True, text=True, timeout=120,
+    )
+
+
 @pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: p.name)
 def test_runnable_script_exits_zero(path: Path) -> None:
     pytest.importorskip("torch")
-    proc = subprocess.run(
-        [sys.executable, str(path)], cwd=str(path.parent), capture_output=True, text=True, timeout=120,
-    )
+    proc = run_script(path)
+    if proc.returncode != 0 and GLOO_TEARDOWN_ABORT in proc.stderr:
+        proc = run_script(path)
     assert proc.returncode == 0, f"{path.name} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
