@@ -134,7 +134,7 @@ class AnswersMixin:
 
     def maybe_tensor(self, expr: cst.BaseExpression) -> bool:
         """Not known to be anything but a device tensor (numpy, number, host tensor, module)."""
-        return self.kind(expr) not in tensors.NOT_DEVICE
+        return not tensors.not_device(self.kind(expr))
 
     def is_store(self, node: cst.CSTNode) -> bool:
         """True for an assignment target (``t[mask] = ...``)."""

@@ -75,6 +75,10 @@ class ArgumentsMixin:
     path: str
     function: Optional["FunctionFrame"]
     passed_callables: PassedCallables
+    metric_value_kind: Callable[[cst.BaseExpression], Optional[str]]
+    class_frame: Optional["ClassFrame"]
+    #: set while recording the arguments an engine's emit hands its handlers: ``self`` is the engine's class
+    _handing_itself: bool = False
 
     def _record_arguments(self, ref: CallRef, args: Sequence[cst.Arg]) -> None:
         if not args:
@@ -105,6 +109,8 @@ class ArgumentsMixin:
                 break
             value = arg.value
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
+            if kind is None or kind == tensors.METRIC:  # `evaluate(model, MulticlassAccuracy(num_classes=4))`
+                kind = self.metric_value_kind(value) or kind
             if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
                 kind = self._object_kind(value, constructed=constructor) or self._objects_kind(value) or kind
             elif kind == tensors.MODULE or (kind == tensors.TENSOR and isinstance(value, cst.Name)
@@ -139,6 +145,10 @@ class ArgumentsMixin:
         constructor: ``Trainer(net, PairMiner(0.8))`` keeps it; of other calls an argument built in the call stays
         unknown, set-up code passes many and a step seldom)."""
         cls = self.instance_class(value) or (constructed_class(value, self.classes, self.imports) if constructed else None)
+        if cls is None and isinstance(value, cst.Name) and value.value == "self" and self._handing_itself:
+            frame = self.class_frame  # an engine handing its handlers itself (``module._emitter_given``)
+            return object_kind(f"{self.module_name}.{frame.qualname}" if self.module_name else frame.qualname) \
+                if frame is not None else None
         if cls is None:
             return None
         if cls.local:
@@ -235,6 +245,8 @@ def _agreed_kind(kinds: List[Optional[str]]) -> Optional[str]:
         return next(iter(known))  # every call that says passes the same class (or a list of its instances)
     if known and known <= tensors.DEVICE_TENSORS:
         return known.pop() if len(known) == 1 else tensors.TENSOR
+    if len(known) == 1 and tensors.is_metric(next(iter(known))):
+        return known.pop()  # a torchmetrics object (or a dict of them) built the same way by every call that says
     if len(known) == 1 and known <= tensors.CONTAINERS:
         return known.pop()  # a dict of device tensors (``log_tensors(losses, step)``), a list of such dicts
     if len(known) == 1 and None not in kinds:
@@ -344,7 +356,8 @@ def _decisive(name: str, kind: str) -> bool:
         return not looks_like_module(name)
     if kind == tensors.NUMBER and name.startswith(facts.BATCH_PARAMS):
         return True  # a size named like a batch (``coords_grid(batch, h, w)``)
-    return kind in _DECISIVE or class_of_kind(kind) is not None or class_of_elements(kind) is not None
+    return kind in _DECISIVE or class_of_kind(kind) is not None or class_of_elements(kind) is not None \
+        or (tensors.is_metric(kind) and kind != tensors.METRIC)
 
 
 Returns = Dict[str, Optional[str]]

@@ -13,20 +13,22 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.annotations import tensor_annotation_kind
-from syncfree_lint.analysis.autograd_functions import applied_class
-from syncfree_lint.analysis.calls import LIBRARY_HEADS, DottedRef, NameRef, method_ref
+from syncfree_lint.analysis.call_kinds import CALL_RESULT
+from syncfree_lint.analysis.calls import DottedRef, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.dict_items import DICT_DISPLAY, is_dict_display, store_item
 from syncfree_lint.analysis.nodes import constant_items, listed_name, subscript_key
+from syncfree_lint.analysis.metric_sites import metric_kind
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames, class_of_elements, paired_elements
 from syncfree_lint.analysis.guards import has_modulo
+from syncfree_lint.analysis.scope import draws_and_moves, is_next_call
 from syncfree_lint.knowledge import torch_api as api
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.calls import CallRef
     from syncfree_lint.analysis.metric_sites import MetricSite
     from syncfree_lint.analysis.passed_callables import PassedCallables
-    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame
+    from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame
 
 
 #: suffix of an environment key recording that a name holds a remainder (``name %``: never a real name)
@@ -37,8 +39,6 @@ INTERVAL_FLAG = " %?"
 EVERY_STEP = " =1"
 #: suffix of a key recording that a parameter is a switch that is off by default (``debug=False``)
 OFF_BY_DEFAULT = " off"
-#: suffix of a key recording what calling a name bound to a lambda returns (``f = lambda m: -10 * torch.log10(m)``)
-CALL_RESULT = " ()"
 #: suffix of a key recording that a name is a list the code appends device tensors to (``history.append(idx)``):
 #: a loop over it gives its elements' kind, device tensors or dicts of them (``TENSORS`` alone does not say: a dict gives keys)
 LIST_OF_TENSORS = " [t]"
@@ -50,6 +50,7 @@ class BindingsMixin:
     imports: ImportMap
     unknown_reads: Set[Tuple[str, str]]
     function: Optional["FunctionFrame"]
+    loops: List["LoopFrame"]
     class_frame: Optional["ClassFrame"]
     classes: Dict[str, "ClassFrame"]
     returns: Dict[str, Optional[str]]
@@ -177,7 +178,7 @@ class BindingsMixin:
                     self.metric_sites[target_name] = site
                     self.all_metric_sites.append(site)
                     self.all_metric_sites.extend(site.members)
-                    self._bind(target_name, tensors.METRIC)
+                    self._bind(target_name, metric_kind(site) or tensors.METRIC)
                     return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(targets) == 1:
             name = dotted(targets[0])
@@ -203,7 +204,11 @@ class BindingsMixin:
                 self._bind(name, tensors.NUMBER)
                 self.mark_every_step(name)
                 return
+        moved_by_loop = self._drawn_and_moved(value)
         for target in targets:
+            if moved_by_loop:  # `feats, lens, labels = next(stream)` in a loop that moves what it needs itself
+                self._bind_batch(target, tensors.HOST_BATCH)
+                continue
             if isinstance(target, (cst.Tuple, cst.List)):
                 kinds = self._elementwise(value, len(target.elements))
                 if kinds is not None:
@@ -225,6 +230,14 @@ class BindingsMixin:
         if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.IfExp) \
                 and isinstance(value.orelse, cst.Name) and value.orelse.value == "None" and self._tests_off_option(value.test):
             self._envs[-1][targets[0].value + OFF_BY_DEFAULT] = tensors.OTHER  # `x = X() if args.opt else None`
+
+    def _drawn_and_moved(self, value: cst.BaseExpression) -> bool:
+        """``next(batches)`` of a loader in a loop whose body moves the drawn items to the device itself: until
+        moved they are on the host, as the items of a loader loop that moves them (``HOST_BATCH``)."""
+        if not (is_next_call(value) and self.loops and self.kind(value) in (tensors.BATCH, None)):
+            return False
+        body = getattr(self.loops[-1].node, "body", None)
+        return isinstance(body, cst.IndentedBlock) and draws_and_moves(body.body)
 
     def element_kind(self, comp: cst.BaseExpression) -> Optional[str]:
         """The kind of a comprehension's element with its loop names bound from what they iterate:
@@ -276,74 +289,6 @@ class BindingsMixin:
                 return [tensors.LOADER if self.kind(arg.value) == tensors.HOST_LOADER else self.kind(arg.value)
                         for arg in value.args]
         return None
-
-    def _call_kind(self, call: cst.Call) -> Optional[str]:
-        func = call.func
-        if isinstance(func, cst.Name):
-            name = func.value
-            if name == "next" and call.args and self._yielded(call.args[0].value) is not None:
-                return self._yielded(call.args[0].value)  # `x, y = next(batches)` of a local generator
-            if name in self.returns:
-                return self.returns[name]
-            self.forward_returns.add(name)  # a function defined further down: the next walk knows (``analyse``)
-            if name in self.classes:
-                return tensors.MODULE if self.classes[name].is_module else None
-            held = self.callables.lookup(".".join(self._prefix), name)
-            if held is not None:  # `build = make_pinned if pin else make`; `step = torch.compile(train_step)`
-                found = {self._ref_return_kind(ref) for ref in [held] + self.alternative_refs(func)}
-                return found.pop() if len(found) == 1 else None
-            result = self.lookup(name + CALL_RESULT) or self._instance_call_kind(name) or self._passed_return_kind(name)
-            if result is not None:
-                return result
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            if self.class_frame is not None:
-                key = f"{self.class_frame.qualname}.{func.attr.value}"
-                if key in self.returns:
-                    return self.returns[key]
-                self.forward_returns.add(key)
-            return self._passed_return_kind(f"self.{func.attr.value}")
-        applied = self._applied(applied_class(func), "forward") if applied_class(func) is not None else []
-        if applied:  # `Sparsemax.apply(z)` of a custom autograd function: what its forward returns, tensors
-            return self._ref_return_kind(applied[0]) or tensors.TENSOR
-        return self._imported_call_kind(func) or self._method_call_kind(func)
-
-    def _method_call_kind(self, func: cst.BaseExpression) -> Optional[str]:
-        """What ``renderer.render(rays)`` returns: the method of ``renderer``'s class when it is known
-        (``renderer = Renderer(...)``), else the one project method of that name
-        (``calls.by_method_name``); another file's, once the run says."""
-        cls = self.instances.lookup(".".join(self._prefix), func.value.value) \
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else None
-        ref = method_ref(cls, func.attr.value) if cls is not None and isinstance(func, cst.Attribute) \
-            else self.method_by_name(func)
-        return self._ref_return_kind(ref, method=True) if ref is not None else None
-
-    def _ref_return_kind(self, ref: "CallRef", method: bool = False) -> Optional[str]:
-        """What a call of a function held as a value (``method``: of a method of an instance of a
-        known class) returns: a local function's return kind, or an imported one's when another file
-        of the run says (asking records the name)."""
-        if isinstance(ref, DottedRef):
-            if (ref.bound and not method) or ref.qualname.split(".", 1)[0] in LIBRARY_HEADS:
-                return None
-            kind = self.imported_returns.get(ref.qualname)
-            if kind is None or tensors.incomplete(kind):
-                self.unknown_imports.add(ref.qualname)
-            return kind
-        found = {self.returns.get(qualname) for qualname in self.resolve_local(ref)}
-        return found.pop() if len(found) == 1 else None
-
-    def _imported_call_kind(self, func: cst.BaseExpression) -> Optional[str]:
-        """What an imported function returns, when another file of the run says (``run_kinds``);
-        asking records the name, so the run knows a return kind could settle a read here."""
-        text = dotted(func)
-        if text is None or not self.imports.imported(text.split(".", 1)[0]):
-            return None
-        qual = self.qualname(func)
-        if qual is None or qual.split(".", 1)[0] in LIBRARY_HEADS:
-            return None
-        kind = self.imported_returns.get(qual)
-        if kind is None or tensors.incomplete(kind):  # `(tensor,?,?)`: a later round may know the rest
-            self.unknown_imports.add(qual)
-        return kind
 
     def _module_tensors(self, func: cst.Attribute, target: cst.BaseExpression) -> bool:
         """``for p in model.parameters()``: ``p`` is a tensor; ``for name, p in
@@ -411,6 +356,8 @@ class BindingsMixin:
                 value = target.elements[1].value
                 if mapping in (tensors.BATCH, tensors.HOST_BATCH):
                     self._bind_batch(value, mapping)  # a host batch's values are host tensors too
+                elif tensors.is_metric(mapping):
+                    self._bind_target(value, tensors.element_of(mapping))  # `for name, metric in metrics.items()`
                 else:
                     on_device = mapping in tensors.DEVICE_TENSORS or mapping == tensors.TENSORS
                     self._bind_target(value, tensors.TENSOR if on_device else None)

@@ -74,6 +74,7 @@ class CallsMixin:
     instance_class: Callable[[cst.BaseExpression], Optional[ClassRef]]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
     _callable_elements: Callable[[cst.BaseExpression], Tuple["CallRef", ...]]
+    _record_arguments: Callable[[CallRef, Sequence[cst.Arg]], None]
 
     def _call_ref(self, func: cst.BaseExpression, qual: Optional[str]) -> Optional[CallRef]:
         prefix = ".".join(self._prefix)
@@ -317,6 +318,8 @@ class CallsMixin:
             hook = self.function_value(handler) or self._called_instance(handler)
             if hook is not None:
                 self.pass_hooks.append((hook, self.statement, (None,), None, "registered for a per-iteration event"))
+                if isinstance(node.func, cst.Attribute):  # the engine calls it with itself: `log_loss(engine)`
+                    self._record_arguments(hook, [cst.Arg(node.func.value)])
         named = named_registration(node)
         if named is not None:  # `bus.subscribe("critic_updated", on_critic)`: runs where that name is emitted
             registered = self.function_value(named[1])

@@ -6,7 +6,7 @@ and its return kind. A class records whether it is an ``nn.Module`` and its loca
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -19,7 +19,7 @@ from syncfree_lint.analysis.decorators import decorator_wrappers, memoised
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
-from syncfree_lint.analysis.events import named_event, per_iteration_handler
+from syncfree_lint.analysis.events import named_event, per_iteration_engine
 from syncfree_lint.analysis.instances import MODULE_OBJECT_KIND_PREFIX, InstanceTable, annotated_class, class_of_kind
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement, mark_step
 from syncfree_lint.knowledge import frequency as facts
@@ -65,6 +65,7 @@ class DefinitionsMixin:
     function_value: Callable[[cst.BaseExpression], Optional[CallRef]]
     _returned_function: Callable[[NameRef], Optional[CallRef]]
     _ref_return_kind: Callable[[CallRef], Optional[str]]
+    _record_arguments: Callable[[CallRef, Sequence[cst.Arg]], None]
 
     def _function(self, node: cst.FunctionDef) -> None:
         self.statement = node
@@ -73,7 +74,10 @@ class DefinitionsMixin:
             self._visit(decorator.decorator)
         name = node.name.value
         qualname = ".".join(self._prefix + [name])
-        per_event = per_iteration_handler(node)
+        engine = per_iteration_engine(node)
+        per_event = engine is not None
+        if engine is not None and self.class_frame is None:  # `@trainer.on(Events.ITERATION_COMPLETED) def log(eng)`
+            self._record_arguments(NameRef(name, ".".join(self._prefix)), [cst.Arg(engine)])
         is_step = (name in self.step_functions or (
             name == "forward" and self.class_frame is not None and self.class_frame.is_module
         ) or self._is_batch_hook(name) or per_event) and self.uses_accelerator

@@ -123,9 +123,14 @@ def _cut_at(value: cst.BaseExpression, counters: Set[str]) -> Optional[str]:
     of ``xs`` ("" when it has none)."""
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
         value = value.func.value
-    if not isinstance(value, cst.Subscript) or not value.slice or not isinstance(value.slice[0].slice, cst.Slice):
+    if not isinstance(value, cst.Subscript) or not value.slice:
         return None
-    cut = value.slice[0].slice
+    leading = 0  # `edges[:, i:i + n]`: whole dimensions before the cut (edges stored as columns)
+    while leading < len(value.slice) - 1 and _whole(value.slice[leading].slice):
+        leading += 1
+    cut = value.slice[leading].slice
+    if not isinstance(cut, cst.Slice):
+        return None
     if isinstance(cut.lower, cst.Name) and cut.lower.value in counters and isinstance(cut.upper, cst.BinaryOperation) \
             and isinstance(cut.upper.operator, cst.Add) and isinstance(cut.upper.left, cst.Name) \
             and cut.upper.left.value == cut.lower.value:
@@ -133,20 +138,28 @@ def _cut_at(value: cst.BaseExpression, counters: Set[str]) -> Optional[str]:
     return None
 
 
-def evaluates_items(body: cst.CSTNode, names: Set[str], is_model: Callable[[cst.BaseExpression], bool]) -> bool:
+def _whole(part: cst.BaseSlice) -> bool:
+    """``:`` in a subscript: the whole dimension."""
+    return isinstance(part, cst.Slice) and part.lower is None and part.upper is None and part.step is None
+
+
+def evaluates_items(body: cst.CSTNode, names: Set[str], is_model: Callable[[cst.BaseExpression], bool],
+                    batches: bool = False) -> bool:
     """Does a call in ``body`` run a model on the loop's items (``model(x)``, ``model(**batch)``,
     ``self.net(batch["image"].cuda())``, ``sliding_window(model, image)``)? Names the body binds
-    from the items count as items (``sub = sampler.sample(seeds); model(x[sub.n_id])``)."""
+    from the items count as items (``sub = sampler.sample(seeds); model(x[sub.n_id])``). With ``batches`` (the
+    loop cuts data into batches at its counter) the items may come in any argument: ``model.score(z, edges)``."""
+    inputs = _arguments if batches else _inputs
     names = _derived(body, names)
     stack: List[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(node, cst.Call) and is_model(node.func) and _uses(_inputs(node.args), names):
+        if isinstance(node, cst.Call) and is_model(node.func) and _uses(inputs(node.args), names):
             return True
         if isinstance(node, cst.Call) and any(is_model(arg.value) for arg in node.args) \
-                and _uses(_inputs([arg for arg in node.args if not is_model(arg.value)]), names):
+                and _uses(inputs([arg for arg in node.args if not is_model(arg.value)]), names):
             return True  # `infer(model, image)`: a helper handed the model and the item as its input
         stack.extend(code_children(node))
     return False
@@ -205,6 +218,10 @@ def _inputs(args: Sequence[cst.Arg]) -> List[cst.Arg]:
     (a sampler's ``unet(latents, t)`` passes the loop's timestep second: not data)."""
     positional = [arg for arg in args if arg.keyword is None and arg.star == ""]
     return positional[:1] + [arg for arg in args if arg.star == "**"]
+
+
+def _arguments(args: Sequence[cst.Arg]) -> List[cst.Arg]:
+    return list(args)
 
 
 def _uses(args: Sequence[cst.Arg], names: Set[str]) -> bool:

@@ -39,13 +39,18 @@ def _unfiltered(args: Sequence[cst.Arg]) -> bool:
 
 def per_iteration_handler(node: cst.FunctionDef) -> bool:
     """A function decorated ``@engine.on(<per-iteration event>)``."""
+    return per_iteration_engine(node) is not None
+
+
+def per_iteration_engine(node: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+    """The engine of ``@engine.on(<per-iteration event>)`` on ``node`` (it calls the handler with itself), or None."""
     for decorator in node.decorators:
         call = decorator.decorator
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                 and call.func.attr.value in facts.EVENT_DECORATORS and call.args and _unfiltered(call.args) \
                 and per_iteration_event(call.args[0].value):
-            return True
-    return False
+            return call.func.value
+    return None
 
 
 def registered_handler(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -109,3 +114,17 @@ def emitted_event(call: cst.Call) -> Optional[Tuple[str, List[cst.Arg]]]:
         return None
     name = _event_name(call.args[0])
     return (name, list(call.args[1:])) if name is not None else None
+
+
+def calls_with_itself(method: cst.CSTNode) -> bool:
+    """An emit method that hands each handler the emitter (``for fn in self._handlers[event]: fn(self)``): its body
+    calls a held function (a plain name) with ``self`` first, as ignite's engines call their handlers."""
+    stack: List[cst.CSTNode] = [method]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.args \
+                and node.args[0].keyword is None and not node.args[0].star \
+                and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "self":
+            return True
+        stack.extend(node.children)
+    return False

@@ -125,7 +125,7 @@ class FrequencyMixin:
         cut = set(batches) | {data for data in batches.values() if data}
         moved = bool(batches) and (moves_items(node.body, cut) or builds_from_items(node.body, cut))
         if not moved and not evaluates_items(node.body, set(batches) or drawn or target_names(node.target),
-                                             self._is_model_entry):
+                                             self._is_model_entry, batches=bool(batches)):
             return False
         if moved:
             for data in set(batches.values()):

@@ -26,7 +26,12 @@ RECORDS = "records"  # a sequence of dicts of device tensors (``targets = [{"box
 #                     each element is ``TENSORS``; its truth value and length are not device reads
 HOST_LOADER = "host_loader"  # a DataLoader built here: it yields host tensors until they are moved
 ACCELERATOR = "accelerator"
-METRIC = "metric"  # a torchmetrics object (or a dict/collection of them)
+METRIC = "metric"  # a torchmetrics object (or a dict/collection of them) whose construction is not known here
+#: a torchmetrics object whose construction is known: ``"metric:MulticlassAccuracy/v"`` (the class, then ``v`` when it
+#: validates its inputs and ``n`` when it checks them for NaN); a collection lists its members, ``|``-separated
+METRIC_PREFIX = "metric:"
+#: a dict or list of torchmetrics objects whose constructions are known (``"metrics:MeanMetric/n"``)
+METRICS_PREFIX = "metrics:"
 OTHER = "other"
 #: suffix of an environment key holding the constant keys (joined by NUL) of a dict display whose
 #: values there are not known device tensors (``d = {"loss": loss, "lr": lr}``: ``d["lr"]`` is not one)
@@ -45,6 +50,25 @@ LOADERS = frozenset({LOADER, HOST_LOADER})
 CONTAINERS = frozenset({TENSORS, RECORDS})
 
 Lookup = Callable[[str], Optional[str]]
+
+
+def is_metric(kind: Optional[str]) -> bool:
+    """A torchmetrics object, or a dict or collection of them, built here or elsewhere."""
+    return kind is not None and (kind == METRIC or kind.startswith((METRIC_PREFIX, METRICS_PREFIX)))
+
+
+def not_device(kind: Optional[str]) -> bool:
+    """A host read of a value of ``kind`` is certainly not a device sync."""
+    return kind in NOT_DEVICE or is_metric(kind)
+
+
+def metric_member(kind: Optional[str]) -> Optional[str]:
+    """What an element of a dict or list of metrics holds (``metrics["acc"]``, ``for m in metrics.values()``): one
+    of its members; a metric of unknown construction when the members differ (which one is not known here)."""
+    if kind is None or not kind.startswith(METRICS_PREFIX):
+        return METRIC if kind == METRIC else None
+    specs = kind[len(METRICS_PREFIX):]
+    return METRIC_PREFIX + specs if "|" not in specs else METRIC
 
 
 def tuple_kind(kinds: Sequence[Optional[str]]) -> Optional[str]:
@@ -91,6 +115,8 @@ def element_of(kind: Optional[str]) -> Optional[str]:
         return TENSORS
     if kind == MODULE:
         return MODULE
+    if kind is not None and kind.startswith(METRICS_PREFIX):  # each member in turn: the loop updates them all
+        return METRIC_PREFIX + kind[len(METRICS_PREFIX):]
     elements = tuple_elements(kind)
     if elements and all(element in DEVICE_TENSORS for element in elements if element is not None):
         return TENSOR

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
+from syncfree_lint.analysis.kinds import METRIC_PREFIX, METRICS_PREFIX
 from syncfree_lint.analysis.call_args import keyword_value
 from syncfree_lint.knowledge.metric_api import LIGHTNING_LOG_METHODS, SHARED_METRIC_API
 
@@ -132,16 +133,62 @@ class MetricSite:
     moved: bool = False  # .to(device)/.cuda() seen, or owned by an nn.Module that is moved
     members: Tuple["MetricSite", ...] = field(default=())  # for dicts and collections
     library: str = "torchmetrics"  # or "syncfree": rules about torchmetrics' syncs skip those
+    #: for a metric built elsewhere (known by its kind, ``site_of_kind``): the checks its construction left on
+    #: (``v`` validates inputs, ``n`` checks for NaN); None for a construction of this file
+    checks: Optional[str] = None
 
 
 def nan_checks_on(site: MetricSite) -> bool:
     """Every nan_strategy but "disable" checks values with a host read."""
+    if site.checks is not None:
+        return "n" in site.checks
     if site.call is None:
         return False
     strategy = keyword_value(site.call, "nan_strategy")
     if strategy is None and site.call.args and site.call.args[0].keyword is None:
         strategy = site.call.args[0].value
     return not (isinstance(strategy, cst.SimpleString) and strategy.evaluated_value == "disable")
+
+
+def validates_inputs(site: MetricSite) -> bool:
+    """A classification metric whose construction leaves ``validate_args`` on."""
+    if not is_classification(site.class_name):
+        return False
+    if site.checks is not None:
+        return "v" in site.checks
+    if site.call is None:
+        return False  # a dict of metrics: its members are sites of their own
+    value = keyword_value(site.call, "validate_args")
+    return value is None or (isinstance(value, cst.Name) and value.value == "True")
+
+
+def metric_kind(site: MetricSite) -> Optional[str]:
+    """The kind that carries a torchmetrics construction to code that receives the object (an argument, a return,
+    an attribute): its class and the checks its arguments leave on; None for a ``syncfree`` metric."""
+    if site.library != "torchmetrics":
+        return None
+    members = site.members or (site,)
+    specs = sorted({f"{m.class_name}/{'v' if validates_inputs(m) else ''}{'n' if nan_checks_on(m) else ''}"
+                    for m in members if m.library == "torchmetrics"})
+    if not specs:
+        return None
+    return (METRICS_PREFIX if site.class_name == "dict" else METRIC_PREFIX) + "|".join(specs)
+
+
+def site_of_kind(name: str, kind: Optional[str]) -> Optional[MetricSite]:
+    """The metric a value of ``kind`` holds, as a site without a construction here (rules read its class and
+    checks; the switch fix, which edits the construction, leaves it alone)."""
+    if kind is None or not kind.startswith((METRIC_PREFIX, METRICS_PREFIX)):
+        return None
+    container = kind.startswith(METRICS_PREFIX)
+    members = []
+    for spec in kind.split(":", 1)[1].split("|"):
+        class_name, _, checks = spec.partition("/")
+        members.append(MetricSite(name, class_name, None, None, moved=True, checks=checks))
+    if len(members) == 1 and not container:
+        return members[0]
+    return MetricSite(name, "dict" if container else "MetricCollection", None, None, moved=True, members=tuple(members),
+                      checks="")
 
 
 class MetricSitesMixin:
@@ -157,6 +204,7 @@ class MetricSitesMixin:
     class_frame: Optional["ClassFrame"]
     statement: Optional[cst.CSTNode]
     qualname: Callable[[cst.BaseExpression], Optional[str]]
+    kind: Callable[[cst.BaseExpression], Optional[str]]
     _rules: Callable[[cst.CSTNode], None]
     _children: Callable[[cst.CSTNode], None]
 
@@ -211,7 +259,15 @@ class MetricSitesMixin:
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda"):
             return self.metric(expr.func.value)
         name = dotted(expr)
-        return self.metric_sites.get(name) if name is not None else None
+        site = self.metric_sites.get(name) if name is not None else None
+        if site is None and isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
+            site = site_of_kind(name or "", self.kind(expr))  # handed in, or returned by a factory
+        return site
+
+    def metric_value_kind(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The kind of a metric value handed on (an argument, a return value): a construction's class and checks."""
+        site = self.metric(expr) or self._metric_site("", expr)
+        return metric_kind(site) if site is not None else None
 
     def _metric_site(self, name: str, value: cst.BaseExpression) -> Optional[MetricSite]:
         """A torchmetrics construction, possibly moved (``Accuracy(...).to(device)``), a dict of
@@ -220,6 +276,9 @@ class MetricSitesMixin:
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda"):
             moved = True
             value = value.func.value
+        if isinstance(value, cst.DictComp):  # `{name: MeanMetric().to(device) for name in names}`
+            member = self._metric_site(name, value.value)
+            return MetricSite(name, "dict", None, self.statement, moved, (member,)) if member is not None else None
         if isinstance(value, cst.Dict):
             entries: List[MetricSite] = []
             for element in value.elements:

@@ -17,6 +17,7 @@ from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.answers import AnswersMixin
 from syncfree_lint.analysis.arguments import ArgumentsMixin, Seeds
 from syncfree_lint.analysis.bindings import BindingsMixin
+from syncfree_lint.analysis.call_kinds import CallKindsMixin
 from syncfree_lint.analysis.calls import CallRef, CallsMixin, DottedRef, SelfRef
 from syncfree_lint.analysis.definitions import DefinitionsMixin
 from syncfree_lint.analysis.filefacts import CallSite, ExternalKinds, Finding
@@ -25,7 +26,7 @@ from syncfree_lint.analysis.hooks import EACH_HOOK_KEY
 from syncfree_lint.analysis.loops import LoopsMixin
 from syncfree_lint.analysis.device import default_device_is_accelerator
 from syncfree_lint.analysis.dispatchers import Dispatcher, dispatchers, hook_call
-from syncfree_lint.analysis.events import EVENT_KEY, emitted_event
+from syncfree_lint.analysis.events import EVENT_KEY, calls_with_itself, emitted_event
 from syncfree_lint.analysis.eval_loops import turns_grad_off
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX, InstanceTable, ScopedNames
@@ -45,7 +46,7 @@ from syncfree_lint.edits import FixPlan
 from syncfree_lint.knowledge import frequency as facts
 
 
-class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, LoopsMixin,
+class ModuleAnalysis(BindingsMixin, CallKindsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, MetricSitesMixin, FrequencyMixin, LoopsMixin,
                      DefinitionsMixin, AnswersMixin):
     """Walks one module once, answering the shared questions for every rule."""
 
@@ -289,6 +290,16 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
         self._visit(node.value)
         self._bind_target(node.target, self.kind(node.value))
 
+    def _emitter_given(self, func: cst.BaseExpression) -> List[cst.Arg]:
+        """``self.fire(Events.STEP_COMPLETED)`` of a class whose ``fire`` calls each handler with the engine: the
+        handlers get ``self`` (``def _record(engine): engine.state.output``); [] otherwise."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and self.class_frame is not None and isinstance(self.class_frame.node, cst.ClassDef)):
+            return []
+        method = next((statement for statement in self.class_frame.node.body.body
+                       if isinstance(statement, cst.FunctionDef) and statement.name.value == func.attr.value), None)
+        return [cst.Arg(func.value)] if method is not None and calls_with_itself(method) else []
+
     def _return(self, node: cst.Return) -> None:
         self._rules(node)
         if node.value is not None:
@@ -298,8 +309,8 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                 if isinstance(value, cst.Tuple):
                     kind = tensors.tuple_kind([None if isinstance(el, cst.StarredElement) else self.kind(el.value)
                                                for el in value.elements])
-                else:  # `return Trainer(cfg)` (a factory): an instance of that class
-                    kind = self.kind(value) or self._object_kind(value, constructed=True)
+                else:  # `return Trainer(cfg)` (a factory): an instance of that class; a metric with its checks
+                    kind = self.metric_value_kind(value) or self.kind(value) or self._object_kind(value, constructed=True)
                 self.function.returns.append(kind)
 
     def _raise(self, node: cst.Raise) -> None:
@@ -414,7 +425,10 @@ class ModuleAnalysis(BindingsMixin, ObjectsMixin, CallsMixin, ArgumentsMixin, Me
                 self._dispatched_hook(self.dispatchers.get(qualname), node)
         emitted = emitted_event(node)
         if emitted is not None:  # `bus.emit("critic_updated", loss=loss)`: the handlers of that name, in any file
-            self._record_arguments(DottedRef(EVENT_KEY + emitted[0]), emitted[1])
+            given = emitted[1] or self._emitter_given(func)
+            self._handing_itself = not emitted[1]
+            self._record_arguments(DottedRef(EVENT_KEY + emitted[0]), given)
+            self._handing_itself = False
             self._add_call_site(DottedRef(EVENT_KEY + emitted[0]))
         if not self.wraps_callable(node):
             self._passed_functions(node, ref)

@@ -217,12 +217,14 @@ class ObjectsMixin:
     def _instance_attribute(self, name: str) -> Optional[str]:
         """``loss_fn.center`` / ``self.loss_fn.center`` on an instance of a known class: what that
         class keeps there (its own frame, or another file's facts through ``imported_returns``)."""
-        owner, attribute = name.rsplit(".", 1)
-        if "." not in owner:
-            cls = self.instances.lookup(".".join(self._prefix), owner)
-        elif owner.startswith("self.") and owner.count(".") == 1 and self.class_frame is not None:
-            found = self.class_frame.attr_classes.get(owner)
+        parts = name.split(".")
+        if parts[0] == "self" and len(parts) > 2 and self.class_frame is not None:
+            found = self.class_frame.attr_classes.get(".".join(parts[:2]))
             cls = ClassRef(*found) if found is not None else None
+            attribute = ".".join(parts[2:])
+        elif parts[0] != "self":
+            cls = self.instances.lookup(".".join(self._prefix), parts[0])
+            attribute = ".".join(parts[1:])  # `engine.state.output`: what the class keeps at `self.state.output`
         else:
             return None
         if cls is None:

@@ -91,6 +91,7 @@ def plan(all_facts: Sequence[FileFacts], reported: Collection[str]) -> Dict[str,
             if len(kinds) == 1:
                 kind = kinds.pop()
                 if kind is not None and (kind in _TELLING_RETURNS or tensors.tuple_elements(kind) is not None
+                                         or (tensors.is_metric(kind) and kind != tensors.METRIC)
                                          or kind.startswith(FUNCTION_KIND_PREFIX)
                                          or name in facts.objects_wanted and _project_object(kind, index, owners)):
                     learned_returns.setdefault(facts.path, {})[name] = kind
@@ -348,11 +349,17 @@ def _passes_host_data(arguments: ArgKinds) -> bool:
 _HOST_DATA = frozenset({tensors.HOST_BATCH, tensors.HOST_TENSOR, tensors.NUMPY})
 
 
+def _object_like(kind: Optional[str]) -> bool:
+    """An instance of a class of the run, or a torchmetrics object whose construction is known: what set-up code
+    hands over says what it is, whenever the callee runs."""
+    return class_of_kind(kind) is not None or (tensors.is_metric(kind) and kind != tensors.METRIC)
+
+
 def _objects_only(arguments: ArgKinds) -> Optional[ArgKinds]:
     """The arguments' instance classes alone (other kinds unknown), or None when there are none."""
     positional, keywords = arguments
-    kept = tuple(kind if class_of_kind(kind) is not None else None for kind in positional)
-    kept_keywords = tuple((name, kind) for name, kind in keywords if class_of_kind(kind) is not None)
+    kept = tuple(kind if _object_like(kind) else None for kind in positional)
+    kept_keywords = tuple((name, kind) for name, kind in keywords if _object_like(kind))
     if not any(kept) and not kept_keywords:
         return None
     return kept, kept_keywords

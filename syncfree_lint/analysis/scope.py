@@ -239,18 +239,18 @@ def draws_and_moves(body: Sequence[cst.CSTNode]) -> bool:
         if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda") \
-                and _is_next(node.func.value):
+                and is_next_call(node.func.value):
             return True
-        if isinstance(node, cst.Assign) and _is_next(node.value):
+        if isinstance(node, cst.Assign) and is_next_call(node.value):
             for target in node.targets:
                 drawn |= target_names(target.target)
-        if isinstance(node, cst.CompFor) and _is_next(node.iter):  # `(t.to(device) for t in next(batches))`
+        if isinstance(node, cst.CompFor) and is_next_call(node.iter):  # `(t.to(device) for t in next(batches))`
             drawn |= target_names(node.target)
         stack.extend(code_children(node))
     return bool(drawn) and any(moves_items(statement, drawn) for statement in body)
 
 
-def _is_next(expr: cst.BaseExpression) -> bool:
+def is_next_call(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "next" and bool(expr.args)
 
 

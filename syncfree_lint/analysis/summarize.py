@@ -146,7 +146,7 @@ def _kind_facts(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[
             facts.returns[function_id(qual)] = f"{FUNCTION_KIND_PREFIX}{prefix}{qual}.{nested}"
     facts.attributes = {f"{prefix}{qual}.{key[5:]}": kind for qual, frame in walk.classes.items()
                         for key, kind in frame.attrs.items()
-                        if key.startswith("self.") and key.count(".") == 1 and kind in tensors.DEVICE_TENSORS}
+                        if key.startswith("self.") and (kind in tensors.DEVICE_TENSORS or kind == tensors.TENSORS)}
     facts.has_step = walk.has_steps or any(frame.is_step for frame in walk.functions.values())
     for name, arguments, placement in walk.calls_out:
         owner = placement.owner()
@@ -198,6 +198,13 @@ def _passing(walk: "ModuleAnalysis", facts: FileFacts, function_id: Callable[[st
             if isinstance(function, DottedRef) and not walk.resolve_local(function) and walk.module_name:
                 facts.passes.extend(Pass(f"{walk.module_name}.{qual}", bound, slot, function.qualname, True, walk.root,
                                          function.bound) for qual in walk.resolve_local(callee))
+            elif walk.module_name and not isinstance(callee, DottedRef):
+                # a function of this file handed to one of this file (`Engine(train_step)`): the run tells the
+                # callee what it returns (`self.state.output = self.process_fn(self, batch)`)
+                method = isinstance(function, SelfRef) or (isinstance(function, DottedRef) and function.bound)
+                facts.passes.extend(Pass(f"{walk.module_name}.{qual}", bound, slot, function_id(own), False, walk.root,
+                                         method)
+                                    for qual in walk.resolve_local(callee) for own in walk.resolve_local(function))
             continue
         local = walk.resolve_local(function)
         method = isinstance(function, SelfRef) or (isinstance(function, DottedRef) and function.bound)

@@ -24,6 +24,7 @@ from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysi
     HOST_BATCH as HOST_BATCH, RECORDS as RECORDS,
     HOST_KEYS as HOST_KEYS, HOST_LOADER as HOST_LOADER, HOST_TENSOR as HOST_TENSOR, LOADER as LOADER,
     LOADERS as LOADERS, Lookup as Lookup, element_of as element_of, MASK as MASK, METRIC as METRIC, MODULE as MODULE,
+    METRICS_PREFIX as METRICS_PREFIX, is_metric as is_metric, metric_member as metric_member, not_device as not_device,
     MODULE_CLASS as MODULE_CLASS, NOT_DEVICE as NOT_DEVICE, NUMBER as NUMBER, NUMPY as NUMPY, OTHER as OTHER,
     TENSOR as TENSOR, TENSOR_REST as TENSOR_REST, TENSORS as TENSORS, _HOST_TENSORS as _HOST_TENSORS,
     combine as combine, in_place as in_place, incomplete as incomplete, merge as merge,
@@ -144,7 +145,9 @@ class TensorInference:
                 position = int(index.value.value)
                 return elements[position] if position < len(elements) else None
             return None
-        if base in (METRIC, MASK, TENSOR):  # rows and slices of a mask are masks (`x[keep[i]]`)
+        if is_metric(base):  # `metrics["acc"]`: a member; a collection's member is a metric
+            return metric_member(base) or base
+        if base in (MASK, TENSOR):  # rows and slices of a mask are masks (`x[keep[i]]`)
             return base
         if base in (BATCH, TENSORS) and _names_words(node, api.MASK_KEY_WORDS):
             return MASK  # `batch["loss_mask"]` on the device: a boolean mask by its name
@@ -252,7 +255,7 @@ class TensorInference:
             return self._method_call(node, func)
         if isinstance(func, cst.Name):
             bound = self.lookup(func.value)
-            if bound == MODULE or bound == METRIC:
+            if bound == MODULE or is_metric(bound):
                 return TENSOR
             if bound is None and is_module_name(func.value) and node.args:
                 return TENSOR  # `logits = model(x)` in a helper handed the model
@@ -292,8 +295,12 @@ class TensorInference:
             if name in ("values", "items", "copy"):
                 return TENSORS
             return TENSOR if name in ("get", "pop", "__getitem__") else None
-        if receiver == METRIC:
-            return METRIC if name in ("to", "cuda", "cpu", "float", "double", "half", "set_dtype") else TENSOR
+        if is_metric(receiver):
+            if receiver is not None and receiver.startswith(METRICS_PREFIX) and name in ("values", "items", "copy"):
+                return receiver  # `metrics.items()` of a dict of them: its members, as the dict
+            if name in ("to", "cuda", "cpu", "float", "double", "half", "set_dtype"):
+                return receiver
+            return TENSOR
         if receiver == ACCELERATOR:
             if name in ("gather", "gather_for_metrics", "reduce", "pad_across_processes", "all_gather"):
                 return TENSOR

@@ -83,3 +83,38 @@ def test_a_function_kept_from_a_parameter_returns_what_the_passed_function_retur
 def test_a_passed_function_returning_a_host_value_teaches_nothing(tmp_path) -> None:
     found = lint_files(tmp_path, {"losses.py": _LOSSES, "wrapper.py": _WRAPPER.replace("{loss}", "describe")})
     assert found == []
+
+
+_ENGINE = """
+    import math
+    from types import SimpleNamespace
+
+    import torch
+
+    class Engine:
+        def __init__(self, process_fn):
+            self.process_fn = process_fn
+            self.state = SimpleNamespace(iteration=0, output=None)
+
+        def run(self, loader):
+            for batch in loader:
+                self.state.output = self.process_fn(self, batch)
+                if not math.isfinite(self.state.output["loss"]):
+                    raise RuntimeError("non-finite loss")
+
+    def make_trainer(model, opt):
+        def train_step(engine, batch):
+            loss = torch.nn.functional.mse_loss(model(batch[0].cuda()), batch[1].cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return {{"loss": {returned}}}
+        return Engine(train_step)
+"""
+
+
+def test_a_function_handed_to_a_class_of_the_same_file_tells_what_its_calls_return(tmp_path) -> None:
+    # `self.state.output` holds what the step function passed to the constructor returns: device tensors
+    found = lint_files(tmp_path, {"engine.py": _ENGINE.format(returned="loss.detach()")})
+    assert ("engine.py", 15, "SFL105") in found
+    assert lint_files(tmp_path, {"engine.py": _ENGINE.format(returned="loss.item()")}) == [("engine.py", 24, "SFL101")]

@@ -145,3 +145,21 @@ def test_a_for_loop_that_moves_each_part_of_a_drawn_batch(tmp_path) -> None:
             return hits
     """
     assert lint_files(tmp_path, {"evaluate.py": source}) == [("evaluate.py", 8, "SFL201")]
+
+
+def test_what_a_drawing_loop_does_not_move_stays_on_the_host(tmp_path) -> None:
+    # the loop moves the features it feeds the model; the labels it reads back were never moved
+    found = lint_files(tmp_path, {"evaluate.py": """
+        import torch
+
+        def evaluate(model, stream, n_batches, device):
+            errors = 0
+            for _ in range(n_batches):
+                feats, lens, labels = next(stream)
+                hyps = model(feats.to(device), lens.to(device))
+                for b in range(len(hyps)):
+                    ref = labels[b, : lens[b]].tolist()
+                    errors += int(hyps[b].argmax().item() != ref[0])
+            return errors
+    """})
+    assert [line for _, line, _ in found] == [11]  # the model's output is read back; the labels are not

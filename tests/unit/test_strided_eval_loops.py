@@ -134,3 +134,27 @@ def test_a_strided_loop_that_builds_device_tensors_from_each_batch_evaluates(tmp
     assert {("neighbours.py", 9, "SFL401"), ("neighbours.py", 11, "SFL102")} <= set(on_device), on_device
     (tmp_path / "host").mkdir()
     assert lint_files(tmp_path / "host", {"neighbours.py": program.replace("{device}", "")}) == []
+
+
+_COLUMNS = """
+    import torch
+
+    @torch.no_grad()
+    def evaluate(model, z, edges, bs=128):
+        hits = 0
+        for start in range(0, edges.size(1), bs):
+            pos = edges[{cut}]
+            score = model.score(z, pos)
+            hits += (score > 0).sum().item()
+        return hits
+"""
+
+
+def test_a_cut_along_a_later_dimension_given_in_any_argument_evaluates(tmp_path) -> None:
+    # edges kept as columns (`[2, E]`), cut at the counter and handed to the model second
+    found = lint_files(tmp_path, {"evaluate.py": _COLUMNS.format(cut=":, start:start + bs")})
+    assert ("evaluate.py", 10, "SFL101") in found
+
+
+def test_a_fixed_column_range_is_not_a_batch(tmp_path) -> None:
+    assert lint_files(tmp_path, {"evaluate.py": _COLUMNS.format(cut=":, :bs")}) == []

@@ -199,7 +199,7 @@ No automatic fix.
                 ctx.report(self, node, call=f".{method}()", why=read[1])
             return
         if cls is None and method in SCALER_ONLY_METHODS and not node.args \
-                and ctx.kind(receiver(node)) not in tensors.NOT_DEVICE:
+                and not tensors.not_device(ctx.kind(receiver(node))):
             ctx.report(self, node, call=f".{method}()", why=SCALER_ONLY_METHODS[method])
 
 

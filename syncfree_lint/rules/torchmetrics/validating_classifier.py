@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfree_lint.analysis.metric_sites import MetricSite, is_classification
-from syncfree_lint.analysis.call_args import keyword_value
+from syncfree_lint.analysis.metric_sites import validates_inputs
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.fixes.metric_switch import switch_plan
 from syncfree_lint.rules.base import Rule
@@ -87,14 +86,6 @@ size depends on the data, so only the `syncfree` metric removes every per-update
         site, call = found
         named = set()
         for target in site.members if site.members else (site,):
-            if target.class_name not in named and validates(target):
+            if target.class_name not in named and validates_inputs(target):
                 named.add(target.class_name)
                 ctx.report(self, node, "metric", metric=target.class_name, call=call, fix=switch_plan(ctx, target))
-
-
-def validates(site: MetricSite) -> bool:
-    """A classification metric whose construction leaves ``validate_args`` on."""
-    if not is_classification(site.class_name) or site.call is None:
-        return False  # a dict of metrics: its members are sites of their own
-    value = keyword_value(site.call, "validate_args")
-    return value is None or (isinstance(value, cst.Name) and value.value == "True")
