@@ -309,6 +309,9 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
                 or lookup(index, held + ".forward", importer_root, depth + 1)
             if found:
                 return found
+        if is_hook_name(method) and index.get(f"{owner}.__getattr__"):
+            # a dispatcher that forwards any hook to its callbacks (`CallbackList.__getattr__`): the project's hooks
+            return lookup(index, HOOK_KEY + method, importer_root, depth + 1)
         bases = index.get(CLASS_KEY + owner)
         if not bases:
             return []

@@ -11,7 +11,7 @@ run's index keys them under ``HOOK_KEY``/``DECLARED_KEY`` (``callgraph``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -40,11 +40,13 @@ def does_nothing(node: cst.CSTNode) -> bool:
     if not isinstance(node, cst.FunctionDef):
         return False  # a lambda bound to a name computes its value
     body = node.body
-    statements = getattr(body, "body", ())
-    for statement in statements:
-        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else None
-        if smalls is None:
+    if isinstance(body, cst.SimpleStatementSuite):  # `def on_batch_end(self, batch, logs): pass` on one line
+        lines: Sequence[Sequence[cst.BaseSmallStatement]] = [body.body]
+    else:
+        lines = [statement.body if isinstance(statement, cst.SimpleStatementLine) else () for statement in body.body]
+        if not all(lines):
             return False
+    for smalls in lines:
         for small in smalls:
             if isinstance(small, cst.Pass):
                 continue

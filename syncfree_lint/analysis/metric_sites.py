@@ -207,6 +207,7 @@ class MetricSitesMixin:
     kind: Callable[[cst.BaseExpression], Optional[str]]
     _rules: Callable[[cst.CSTNode], None]
     _children: Callable[[cst.CSTNode], None]
+    _property_read: Callable[[cst.Attribute], None]
 
     def metric_call(self, node: cst.Call) -> Optional[Tuple[MetricSite, str]]:
         """(site, "update" | "forward" | "compute") for a call on a torchmetrics object."""
@@ -245,6 +246,7 @@ class MetricSitesMixin:
     def _attribute(self, node: cst.Attribute) -> None:
         self._rules(node)
         self._note_metric_escape(node)
+        self._property_read(node)
         self._children(node)
 
     def metric(self, expr: cst.BaseExpression) -> Optional[MetricSite]:

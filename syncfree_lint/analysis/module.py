@@ -118,6 +118,7 @@ class ModuleAnalysis(BindingsMixin, CallKindsMixin, ObjectsMixin, CallsMixin, Ar
         self.guard_nodes: List[cst.CSTNode] = []  # the guarding ``if`` statements around the walk's place
         self.statement: Optional[cst.CSTNode] = None
         self._stores: Set[int] = set()
+        self._called_attributes: Set[int] = set()  # ids of attributes that are a call's callee (not property reads)
         self._loop_calls: List[Tuple[LoopFrame, CallRef]] = []
         self.functions: Dict[str, FunctionFrame] = {}  # local qualname -> frame
         self.classes: Dict[str, ClassFrame] = {}
@@ -405,6 +406,7 @@ class ModuleAnalysis(BindingsMixin, CallKindsMixin, ObjectsMixin, CallsMixin, Ar
         self._rules(node)
         self._note_metric_escape(node)
         func = node.func
+        self._called_attributes.add(id(func))
         qual = self.qualname(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if is_step_marker(node, qual):
             self._note_marker(func)

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from syncfree_lint.analysis import tensors
-from syncfree_lint.analysis.calls import NEXT_OF, NameRef, method_ref
+from syncfree_lint.analysis.calls import NEXT_OF, DottedRef, NameRef, method_ref
 from syncfree_lint.analysis.dispatch_tables import iterated_table
 from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_key
+from syncfree_lint.analysis.properties import PROPERTY_KEY, property_names
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.instances import (
     ClassRef,
@@ -73,6 +74,10 @@ class ObjectsMixin:
     _kinds: Dict[int, Optional[str]]
     _rules: Callable[[cst.CSTNode], None]
     _children: Callable[[cst.CSTNode], None]
+    _stores: Set[int]
+    _called_attributes: Set[int]
+    instance_class: Callable[[cst.BaseExpression], Optional[ClassRef]]
+    _add_call_site: Callable[["CallRef"], None]
 
     def _remember_instance(self, name: str, value: cst.BaseExpression) -> None:
         """``meter = Meter()``: calls of ``meter.m()`` run ``Meter.m`` (``analysis.instances``);
@@ -213,6 +218,26 @@ class ObjectsMixin:
         if not bound:
             return args
         return (*[arg for arg in bound if arg.keyword is None], *args, *[arg for arg in bound if arg.keyword is not None])
+
+    def _property_read(self, node: cst.Attribute) -> None:
+        """``self.model.attention_entropy`` read (not called, not assigned) on an instance of a known class: a call
+        of the property's getter here (``analysis.properties``)."""
+        if id(node) in self._stores or id(node) in self._called_attributes:
+            return
+        receiver, name = node.value, node.attr.value
+        if isinstance(receiver, cst.Name) and receiver.value == "self" and self.class_frame is not None:
+            if name in property_names(self.class_frame.node):
+                self._add_call_site(method_ref(ClassRef(True, self.class_frame.qualname), name))
+            return
+        cls = self.instance_class(receiver)
+        if cls is None:
+            return
+        if not cls.local:
+            self._add_call_site(DottedRef(f"{PROPERTY_KEY}{cls.name}.{name}", bound=True))
+            return
+        frame = self.classes.get(cls.name)
+        if frame is not None and name in property_names(frame.node):
+            self._add_call_site(method_ref(cls, name))
 
     def _instance_attribute(self, name: str) -> Optional[str]:
         """``loss_fn.center`` / ``self.loss_fn.center`` on an instance of a known class: what that

@@ -15,6 +15,7 @@ from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_nam
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop, ParameterCall, Pass
 from syncfree_lint.analysis.events import EVENT_KEY
+from syncfree_lint.analysis.properties import PROPERTY_KEY, property_names
 from syncfree_lint.analysis.hooks import does_nothing, hook_key, published_methods
 from syncfree_lint.analysis.meter_class import shape_of
 from syncfree_lint.analysis.number_kind import return_dtype
@@ -47,6 +48,11 @@ def summarize(walk: "ModuleAnalysis", report_guarded: bool, noqa: NoqaFilter, fi
         facts.tables[f"{walk.module_name}.{table}" if walk.module_name else table] = tuple(map(function_id, names))
     for event, handlers in walk.named_handlers.items():  # `@bus.on("critic_updated")`: `bus.emit(...)` runs them
         facts.tables[EVENT_KEY + event] = tuple(map(function_id, handlers))
+    for qual, frame in walk.classes.items():  # `model.spread` read in another file runs `Net.spread`'s getter
+        for getter in property_names(frame.node):
+            if f"{qual}.{getter}" in walk.functions:
+                dotted_class = f"{walk.module_name}.{qual}" if walk.module_name else qual
+                facts.tables[f"{PROPERTY_KEY}{dotted_class}.{getter}"] = (function_id(f"{qual}.{getter}"),)
     for qual, frame in walk.classes.items():
         if frame.bases:
             facts.classes[f"{walk.module_name}.{qual}" if walk.module_name else qual] = tuple(

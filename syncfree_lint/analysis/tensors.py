@@ -128,6 +128,8 @@ class TensorInference:
                 return MASK  # `batch.mask` of a batch object moved to the device (no tensor attribute), as `batch["mask"]`
             if base in (BATCH, HOST_BATCH):
                 return base
+            if base == TENSOR and attr in api.OUTPUT_TENSOR_ATTRS:
+                return TENSOR  # `out.loss` of what a module returned (a named tuple or an output object)
             return None
         if base == NUMPY:
             return NUMPY

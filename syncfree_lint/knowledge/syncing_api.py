@@ -33,6 +33,13 @@ SYNCING_METHODS.update({
     for cls in ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
 })
 
+SYNCING_METHODS.update({
+    cls: {method: "finds each cluster's rows with `nonzero()` and checks their count on the host (`used_rows != "
+                  "batch_size`) on every call; `log_prob`/`predict` do not"
+          for method in ("__call__", "forward")}
+    for cls in ("torch.nn.AdaptiveLogSoftmaxWithLoss", "torch.nn.modules.adaptive.AdaptiveLogSoftmaxWithLoss")
+})
+
 #: classes whose method reads an argument back on the host when it is a device tensor: class -> method -> (the
 #: argument's position, why). ``ReduceLROnPlateau.step(metrics)`` compares ``float(metrics)`` with its best.
 SYNCING_ARGUMENT_METHODS: Dict[str, Dict[str, Tuple[int, str]]] = {

@@ -81,6 +81,10 @@ TENSOR_NON_TENSOR_ATTRS = frozenset({
 })
 # ``.values``/``.indices`` of max/min/topk/sort results
 TENSOR_TENSOR_ATTRS = frozenset({"grad", "data", "T", "mT", "H", "mH", "real", "imag", "values", "indices"})
+#: fields of what a model or a loss module returns as a named tuple or an output object, tensors on the model's
+#: device (``nn.AdaptiveLogSoftmaxWithLoss``'s ``.output``/``.loss``, a transformer output's ``.loss``/``.logits``)
+OUTPUT_TENSOR_ATTRS = frozenset({"loss", "logits", "output", "last_hidden_state", "pooler_output", "log_probs",
+                                 "logprobs", "scores", "pred_logits", "pred_boxes"})
 MODULE_METHODS_KEEP = frozenset({
     "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_",
     "apply", "type", "share_memory",

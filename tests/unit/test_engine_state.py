@@ -5,8 +5,6 @@ registered with a call for an ignite-style per-iteration event, or with a decora
 registration of a handler imported from another file is not followed yet)."""
 from __future__ import annotations
 
-import pytest
-
 from project_lint import lint_files
 
 _ENGINE = """

@@ -567,6 +567,7 @@ def _syncing(source: str):
     ("torch.distributions.Categorical(logits=model(x), validate_args=False)", False),
     ("torch.distributions.Normal(0.0, 1.0)", False), ("torch.distributions.Independent(stats, 1)", False),
     ("plateau.step(model(x).mean().detach())", True), ("plateau.step(0.5)", False), ("plateau.step()", False),
+    ("adaptive(model(x), y.cuda())", True), ("adaptive.log_prob(model(x))", False),
 ])
 def test_syncing_api_table(call: str, expected: bool) -> None:
     from syncfree_lint.knowledge.syncing_api import (
@@ -586,12 +587,32 @@ def test_syncing_api_table(call: str, expected: bool) -> None:
             np_scaler = np.float32(2.0)
             lbfgs = torch.optim.LBFGS(model.parameters())
             plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)
+            adaptive = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 100, [10, 50]).cuda()
             for x, y in loader:
                 scaler.scale(model(x).mean()).backward()
                 scaler.step(optimizer)
                 {call}
     """
     assert bool(_syncing(source)) is expected
+
+
+@pytest.mark.parametrize("test,expected", [
+    ("model(x.cuda()).loss > 3", True), ("model(x.cuda()).logits.max() > 3", True),
+    ("model(x.cuda()).n_tokens > 3", False), ("model(x.cuda()).shape[0] > 3", False),
+])
+def test_fields_of_a_model_output_are_tensors(test: str, expected: bool) -> None:
+    from syncfree_lint import engine
+    source = f"""
+import torch
+def train(model, loader, optimizer):
+    for x, y in loader:
+        if {test}:
+            continue
+        model(x.cuda()).loss.backward()
+        optimizer.step()
+"""
+    found = {d.code for d in engine.lint_text("t.py", source, Config())}
+    assert ("SFL106" in found) is expected
 
 
 @pytest.mark.parametrize("name,expected", [

@@ -181,6 +181,10 @@ No automatic fix.
             if any(ctx.kind(arg.value) in tensors.DEVICE_TENSORS for arg in node.args):
                 ctx.report(self, node, call=qual.rsplit(".", 1)[-1] + "()", why=READING_FUNCTIONS[qual])
             return
+        called = ctx.instance_class(node.func)  # `self.crit(out, y)` of a library module that syncs in `forward`
+        if called is not None and not called.local and "__call__" in SYNCING_METHODS.get(called.name, {}):
+            ctx.report(self, node, call=f"{called.name.rsplit('.', 1)[-1]}()", why=SYNCING_METHODS[called.name]["__call__"])
+            return
         method = method_call(node)
         if not method:
             return
