@@ -109,8 +109,8 @@ class ArgumentsMixin:
                 break
             value = arg.value
             kind = _LITERAL_FALSE if isinstance(value, cst.Name) and value.value == "False" else self.kind(value)
-            if kind is None or kind == tensors.METRIC:  # `evaluate(model, MulticlassAccuracy(num_classes=4))`
-                kind = self.metric_value_kind(value) or kind
+            if kind is None or kind == tensors.METRIC or isinstance(value, cst.Call):
+                kind = self.metric_value_kind(value) or kind  # `evaluate(model, MulticlassAccuracy(n).to(device))`
             if kind is None or kind == tensors.OTHER:  # an instance of a known class says more than "not a tensor"
                 kind = self._object_kind(value, constructed=constructor) or self._objects_kind(value) or kind
             elif kind == tensors.MODULE or (kind == tensors.TENSOR and isinstance(value, cst.Name)

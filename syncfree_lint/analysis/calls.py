@@ -428,15 +428,19 @@ class CallsMixin:
             return []
         if isinstance(ref, SelfRef):
             found: List[str] = []
-            owner = self.classes.get(ref.class_qualname)
+            # the class, then its local bases depth first, left to right (mixins: `class T(LogMixin, StatusMixin)`)
+            pending = [ref.class_qualname]
             seen = 0
-            while owner is not None and seen < 10:
+            while pending and seen < 20:
+                owner = self.classes.get(pending.pop(0))
+                seen += 1
+                if owner is None:
+                    continue
                 key = f"{owner.qualname}.{ref.method}"
                 if key in self.functions:
                     found.append(key)
                     break
-                owner = next((self.classes[b] for b in owner.bases if b in self.classes), None)
-                seen += 1
+                pending[:0] = [b for b in owner.bases if b in self.classes]
             for sub in self._subclasses(ref.class_qualname) if not ref.exact else ():
                 key = f"{sub}.{ref.method}"
                 if key in self.functions and key not in found:

@@ -95,8 +95,8 @@ def _batch_split(expr: cst.BaseExpression) -> bool:
 def strided_slices(iterable: cst.BaseExpression, body: cst.CSTNode, names: Set[str]) -> Dict[str, str]:
     """The names a loop ``for i in range(start, stop, step)`` binds to slices of data cut at its
     counter (``x, y = xs[i:i + step], ys[i:i + step]``, ``batch = triples[start:start + bs]``), each
-    with the dotted name of the data it cuts: the loop iterates over batches of that data. Empty for
-    any other loop."""
+    with the dotted name of the data it cuts (data cut where it is used, ``f(xs[i:i + 64])``, under its own
+    name): the loop iterates over batches of that data. Empty for any other loop."""
     if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range"
             and len(iterable.args) == 3 and not any(arg.keyword or arg.star for arg in iterable.args)):
         return {}
@@ -114,6 +114,10 @@ def strided_slices(iterable: cst.BaseExpression, body: cst.CSTNode, names: Set[s
                     data = _cut_at(value, names)
                     if data is not None:
                         bound[target.value] = data
+        elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+            data = _cut_at(node, names)  # `model.embed(xs[i:i + 64].to(device))`: cut where it is used
+            if data:
+                bound.setdefault(data, data)
         stack.extend(code_children(node))
     return bound
 

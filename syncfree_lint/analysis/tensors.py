@@ -118,6 +118,9 @@ class TensorInference:
             if text.startswith("self.") and text.count(".") == 1 and looks_like_module(text):
                 return MODULE
         base = self.kind(node.value)
+        if text is not None and base in (None, MODULE) and looks_like_module(text) \
+                and not self.imports.imported(text.split(".")[0]):
+            return MODULE  # `peer.model`, `self.ema.model`, `net.encoder`: named like a model, on an untyped object or a module
         attr = node.attr.value
         if base in DEVICE_TENSORS or base in _HOST_TENSORS:
             if attr in api.TENSOR_NON_TENSOR_ATTRS:

@@ -20,3 +20,12 @@ SHARED_METRIC_API = frozenset({
 #: calls its ``compute``/``reset`` at epoch ends; a ``syncfree`` metric logs the same values there
 #: (``tests/runtime/test_lightning.py``), so handing a metric to these is not an escape for the switch
 LIGHTNING_LOG_METHODS = frozenset({"log", "log_dict"})
+
+#: torchmetrics classes whose ``update`` reads the device whatever their arguments, beyond the checks the other
+#: SFL3xx rules name (NaN checks of aggregators, input validation of classifiers): class -> what syncs, read in
+#: torchmetrics' source (``tests/unit/test_knowledge.py`` runs each on the sync guard's stand-in and checks the read is
+#: there, and that ``syncfree`` has the class and updates without one: SFL309's message offers it)
+SYNCING_UPDATES = {
+    "Perplexity": "indexes the target probabilities with a boolean mask (`probs[mask]`), which sizes its result on "
+                  "the host",
+}

@@ -1098,3 +1098,23 @@ def test_validating_distributions_are_torch_distribution_classes() -> None:
         cls = getattr(td, name)
         assert issubclass(cls, td.Distribution)
         assert cls.arg_constraints or issubclass(cls, td.TransformedDistribution), name
+
+
+@pytest.mark.parametrize("name", sorted(__import__("syncfree_lint.knowledge.metric_api", fromlist=["x"]).SYNCING_UPDATES))
+def test_syncing_metric_updates_sync_and_syncfree_ones_do_not(name: str) -> None:
+    """Each class of ``SYNCING_UPDATES`` reads the device in ``update`` (seen by the sync guard on the CPU
+    stand-in); ``syncfree`` has the class (SFL309 offers it) and its update does not."""
+    torch = pytest.importorskip("torch")
+    torchmetrics = pytest.importorskip("torchmetrics")
+    import syncfree
+    from syncfree.guard import no_host_sync, stand_in
+
+    module = next(m for m in (torchmetrics, torchmetrics.text, torchmetrics.classification, torchmetrics.regression)
+                  if hasattr(m, name))
+    preds, target = torch.randn(2, 6, 7), torch.randint(0, 7, (2, 6))
+    with stand_in() as dev:
+        for metric, syncs in [(getattr(module, name)().to(dev), True), (getattr(syncfree, name)().to(dev), False)]:
+            inputs = preds.to(dev), target.to(dev)
+            with no_host_sync(device=dev) as guard:
+                metric.update(*inputs)
+            assert bool(guard.events) is syncs, guard.report()
