@@ -215,6 +215,9 @@ class BindingsMixin:
                     for element, kind in zip(target.elements, kinds):
                         self._bind_target(element.value, kind)
                     continue
+                if self.kind(value) == tensors.TENSORS:  # `xb, eb = self._tensors(x, e)` of a list of moved arrays
+                    self._bind_batch(target, tensors.TENSOR)
+                    continue
             self._bind_target(target, self.kind(value))
         if len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.Lambda):
             self._envs[-1][targets[0].value + CALL_RESULT] = self._lambda_result(value)

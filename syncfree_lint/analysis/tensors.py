@@ -86,8 +86,10 @@ class TensorInference:
             return TENSORS
         if isinstance(node.elt, (cst.Dict, cst.DictComp)) and self.kind(node.elt) == TENSORS:
             return RECORDS  # `[{k: v.to(device) for k, v in t.items()} for t in targets]`
-        return TENSORS if moves_each_item(node) and self.kind(node.for_in.iter) in (BATCH, HOST_BATCH) \
-            and self.kind(node.elt) in DEVICE_TENSORS else OTHER
+        if moves_each_item(node) and self.kind(node.for_in.iter) in (BATCH, HOST_BATCH) \
+                and self.kind(node.elt) in DEVICE_TENSORS:
+            return TENSORS
+        return TENSORS if _converts_each_item(node, self.imports) and self.kind(node.elt) in DEVICE_TENSORS else OTHER
 
     def _Dict(self, node: cst.Dict) -> str:  # a dict holding a device tensor: a container of them
         return TENSORS if any(isinstance(e, cst.DictElement) and self.kind(e.value) in DEVICE_TENSORS
@@ -368,6 +370,19 @@ _DISPATCH = {
     for name, method in vars(TensorInference).items()
     if name.startswith("_") and name[1:2].isupper() and hasattr(cst, name[1:])
 }
+
+
+def _converts_each_item(node: cst.ListComp, imports: ImportMap) -> bool:
+    """``[torch.from_numpy(a).to(device) for a in arrays]``: each item made a tensor and moved, whatever the items
+    were (``*arrays`` handed in)."""
+    elt, comp = node.elt, node.for_in
+    if not (isinstance(elt, cst.Call) and isinstance(elt.func, cst.Attribute) and elt.func.attr.value in ("to", "cuda")
+            and isinstance(comp.target, cst.Name) and comp.inner_for_in is None):
+        return False
+    made = elt.func.value
+    return isinstance(made, cst.Call) and isinstance(made.func, (cst.Name, cst.Attribute)) \
+        and (imports.qualname(made.func) or "").startswith("torch.") and bool(made.args) \
+        and isinstance(made.args[0].value, cst.Name) and made.args[0].value.value == comp.target.value
 
 
 def _names_words(node: cst.Subscript, words: AbstractSet[str]) -> bool:
