@@ -222,6 +222,11 @@ class CallsMixin:
             found = self._returned_function(NameRef(expr.func.value, prefix))
             if found is not None:
                 return found
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and isinstance(expr.func.value, cst.Name) \
+                and expr.func.value.value == "self" and self.class_frame is not None:  # `self._hook(name)`
+            found = self._returned_by_method(self.class_frame, expr.func.attr.value)
+            if found is not None:
+                return found
         if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
             returned = self.returned_functions.get(self.qualname(expr.func) or "")  # another file's factory
             if returned is not None:
@@ -251,6 +256,15 @@ class CallsMixin:
         frame = self.functions.get(found[0]) if len(found) == 1 else None
         nested = returned_nested_function(frame.node) if frame is not None else None
         return NameRef(nested, found[0]) if nested is not None else None
+
+    @staticmethod
+    def _returned_by_method(frame: "ClassFrame", method: str) -> Optional[CallRef]:
+        """The closure a factory method of the class returns (``def _hook(self, name): def record(...): ...;
+        return record``), read from the class body: ``__init__`` may call it before the walk reaches it."""
+        body = frame.node.body.body if isinstance(frame.node, cst.ClassDef) else ()
+        node = next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
+        nested = returned_nested_function(node) if node is not None else None
+        return NameRef(nested, f"{frame.qualname}.{method}") if nested is not None else None
 
     def alternative_refs(self, func: cst.BaseExpression) -> List[CallRef]:
         """The other functions a called name may stand for: ``build = f if c else g`` (``g``), each

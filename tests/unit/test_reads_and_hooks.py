@@ -365,3 +365,31 @@ def test_a_list_of_appended_device_dicts_gives_them_back_in_a_loop(tmp_path) -> 
     (tmp_path / "host").mkdir()  # kept on the host: nothing read back
     host = program.replace("{k: v.to(device) for k, v in batch.items()}", "dict(batch)")
     assert lint_files(tmp_path / "host", {"train.py": host}) == []
+
+
+def test_a_hook_built_by_a_factory_method_of_the_class(tmp_path) -> None:
+    # `__init__` registers `self._hook(name)`, whose body returns a closure: the closure runs at every forward
+    found = lint_files(tmp_path, {"watch.py": """
+        import torch
+
+        class Watch:
+            def __init__(self, model):
+                self.trace = []
+                for name, m in model.named_modules():
+                    m.register_forward_hook(self._hook(name))
+
+            def _hook(self, name):
+                def record(module, inputs, out):
+                    self.trace.append(out.mean().item())
+                return record
+
+        def train(model, loader, opt):
+            model = model.cuda()
+            watch = Watch(model)
+            for x, y in loader:
+                loss = model(x.cuda()).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """})
+    assert ("watch.py", 12, "SFL101") in found
