@@ -8,6 +8,7 @@ index of properties (``PROPERTY_KEY``) that file's facts list, so a method read 
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import FrozenSet, Optional
 
 import libcst as cst
@@ -19,6 +20,7 @@ from syncfree_lint.analysis.imports import dotted
 PROPERTY_KEY = "property "
 
 
+@lru_cache(maxsize=256)  # asked at every attribute read in the class's methods (nodes are hashable by identity)
 def property_names(node: Optional[cst.CSTNode]) -> FrozenSet[str]:
     """The names a class defines with ``@property`` (or ``functools.cached_property``: computed on first read)."""
     if not isinstance(node, cst.ClassDef) or not isinstance(node.body, cst.IndentedBlock):
