@@ -13,6 +13,7 @@ import libcst as cst
 from syncfree_lint.analysis.autograd_functions import applied_class, is_autograd_class
 from syncfree_lint.analysis.dispatch_tables import module_tables, table_read
 from syncfree_lint.analysis.events import named_registration, registered_handler
+from syncfree_lint.analysis.factories import returned_nested_function
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.filefacts import CallSite
@@ -481,13 +482,3 @@ def _removes(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "remove" \
         and not node.args
 
-
-def returned_nested_function(node: cst.CSTNode) -> Optional[str]:
-    """The name of the function a factory returns: ``def make_hook(...): def hook(...): ...;
-    return hook`` (every ``return`` of its own body names the same function defined in it)."""
-    if not isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):
-        return None
-    nested = {statement.name.value for statement in node.body.body if isinstance(statement, cst.FunctionDef)}
-    returned = {small.value.value for statement in node.body.body if isinstance(statement, cst.SimpleStatementLine)
-                for small in statement.body if isinstance(small, cst.Return) and isinstance(small.value, cst.Name)}
-    return returned.pop() if len(returned) == 1 and returned <= nested else None

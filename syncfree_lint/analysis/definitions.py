@@ -104,7 +104,9 @@ class DefinitionsMixin:
             if pname == "self" and self.class_frame is not None:
                 env[pname] = tensors.MODULE if self.class_frame.is_module else None
             elif self._batch_parameter(param, qualname, is_step) and param is not node.params.star_arg:  # not `*inputs`
-                env[pname] = tensors.BATCH
+                seeded = self.parameter_kinds.get(qualname, {}).get(pname)
+                # a call handing it a device tensor says it is one (`coords_grid(n, h, w)` of `n = x.sum()`)
+                env[pname] = seeded if seeded in (tensors.TENSOR, tensors.MASK) else tensors.BATCH
                 self.unknown_reads.add((qualname, pname))  # by its name only: calls that all pass a number say otherwise
                 self.named_batches.add(qualname)
             else:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.calls import NEXT_OF, DottedRef, NameRef, method_ref
+from syncfree_lint.analysis.factories import returned_function_table
 from syncfree_lint.analysis.dispatch_tables import iterated_table
 from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_key
 from syncfree_lint.analysis.properties import PROPERTY_KEY, property_names
@@ -46,6 +47,7 @@ class ObjectsMixin:
     classes: Dict[str, "ClassFrame"]
     class_frame: Optional["ClassFrame"]
     function: Optional["FunctionFrame"]
+    functions: Dict[str, "FunctionFrame"]
     module_name: str
     unknown_imports: Set[str]
     results_of: ScopedNames[str]
@@ -111,7 +113,8 @@ class ObjectsMixin:
         if drawn is not None or self.callables.lookup(scope, name + NEXT_OF) is not None:
             self.callables.bind(scope, name + NEXT_OF, drawn)  # `it = iter(sampler)`: `next(it)` runs its `__iter__`
         other = self.function_value(value.orelse) if isinstance(value, cst.IfExp) and function is not None else None
-        others = (other,) if other is not None and other != function else self._callable_elements(value)
+        others = (other,) if other is not None and other != function else \
+            self._callable_elements(value) or self._factory_table(value)
         if others or self.alternatives.lookup(scope, name) is not None:
             self.alternatives.bind(scope, name, others or None)
 
@@ -139,6 +142,16 @@ class ObjectsMixin:
         if kind is None:
             self.unknown_imports.add(key)
         return kind
+
+    def _factory_table(self, value: cst.BaseExpression) -> Tuple["CallRef", ...]:
+        """``phases = make_phases(model, opt)`` of a local factory returning a dict of the closures it defines
+        (``calls.returned_function_table``): ``phases[name](out)`` runs one of them."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return ()
+        found = self.resolve_local(NameRef(value.func.value, ".".join(self._prefix)))
+        frame = self.functions.get(found[0]) if len(found) == 1 else None
+        names = returned_function_table(frame.node) if frame is not None else ()
+        return tuple(NameRef(name, found[0]) for name in names)
 
     def _callable_elements(self, value: cst.BaseExpression) -> Tuple["CallRef", ...]:
         """``[record, Progress(10)]``, ``{"on_step_end": [record, tracker]}``: the functions and

@@ -11,7 +11,8 @@ import libcst as cst
 
 from syncfree_lint.analysis import tensors
 from syncfree_lint.analysis.call_refs import override_key
-from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name, returned_nested_function
+from syncfree_lint.analysis.calls import DottedRef, NameRef, SelfRef, callee_name
+from syncfree_lint.analysis.factories import returned_nested_function
 from syncfree_lint.analysis.instances import FUNCTION_KIND_PREFIX
 from syncfree_lint.analysis.filefacts import CallSite, Edge, FileFacts, Finding, Hop, ParameterCall, Pass
 from syncfree_lint.analysis.events import EVENT_KEY

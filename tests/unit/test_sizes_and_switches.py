@@ -42,5 +42,6 @@ def test_parts_of_a_shape_slice_are_numbers(tmp_path) -> None:
 
 
 def test_a_batch_parameter_given_a_device_tensor_is_still_read(tmp_path) -> None:
-    source = _GRID.format(size="b, _, h, w = image.shape\n            n = image.sum().long()", batch="n")
+    # (`n` known to be on the device: a parameter taken for a batch by its name alone and used as a size is a size)
+    source = _GRID.format(size="b, _, h, w = image.shape\n            n = image.cuda().sum().long()", batch="n")
     assert lint_files(tmp_path, {"flow.py": source}) == [("flow.py", 7, "SFL112")]

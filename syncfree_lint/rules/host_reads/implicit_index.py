@@ -204,7 +204,10 @@ No automatic fix.
 
 
 def _holds_tensor(value: cst.BaseExpression, ctx: SemanticModel) -> bool:
-    """A device tensor, or a size tuple holding one (``x.new_zeros((n, d))`` with a tensor ``n``)."""
+    """A device tensor, or a size tuple holding one (``x.new_zeros((n, d))`` with a tensor ``n``). A name taken for
+    a data batch (``def sample(self, batch)``) given as a size is a batch size: a batch of data is never one."""
     if isinstance(value, (cst.Tuple, cst.List)):
-        return any(isinstance(element, cst.Element) and ctx.is_tensor(element.value) for element in value.elements)
+        return any(isinstance(element, cst.Element) and _holds_tensor(element.value, ctx) for element in value.elements)
+    if isinstance(value, cst.Name) and ctx.kind(value) == tensors.BATCH:
+        return False
     return ctx.is_tensor(value)
