@@ -367,6 +367,12 @@ class BindingsMixin:
             else:
                 self._bind_target(target, None)
             return
+        if over_loader and isinstance(target, cst.Tuple) and len(target.elements) == 2 \
+                and isinstance(target.elements[0].value, cst.Name) and isinstance(target.elements[1].value, (cst.Tuple, cst.List)):
+            # `for i, (x, y) in data_iter` of `data_iter = enumerate(loader)`: a counter and a batch
+            self._bind_target(target.elements[0].value, tensors.NUMBER)
+            self._bind_batch(target.elements[1].value, item_kind)
+            return
         if over_loader:
             self._bind_batch(target, item_kind)
             return

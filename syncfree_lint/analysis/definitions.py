@@ -20,6 +20,7 @@ from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.imports import ImportMap
 from syncfree_lint.analysis.eval_loops import decorated_grad_off
 from syncfree_lint.analysis.events import named_event, per_iteration_engine
+from syncfree_lint.analysis.scope import moves_items
 from syncfree_lint.analysis.instances import MODULE_OBJECT_KIND_PREFIX, InstanceTable, annotated_class, class_of_kind
 from syncfree_lint.analysis.scope import ClassFrame, FunctionFrame, LoopFrame, Placement, mark_step
 from syncfree_lint.knowledge import frequency as facts
@@ -111,6 +112,8 @@ class DefinitionsMixin:
                 self.named_batches.add(qualname)
             else:
                 env[pname] = self._annotated_kind(param.annotation) or self.parameter_kinds.get(qualname, {}).get(pname)
+            if env.get(pname) == tensors.BATCH and moves_items(node.body, {pname}):
+                env[pname] = tensors.HOST_BATCH  # it moves parts of it itself (`images["crops"].cuda()`): handed on the host
             cls = annotated_class(param.annotation, self.classes, self.imports) or class_of_kind(env.get(pname))
             if class_of_kind(env.get(pname)) is not None:  # the calls pass an instance (``analysis.arguments``)
                 env[pname] = tensors.MODULE if str(env.get(pname)).startswith(MODULE_OBJECT_KIND_PREFIX) else None

@@ -163,3 +163,38 @@ def test_what_a_drawing_loop_does_not_move_stays_on_the_host(tmp_path) -> None:
             return errors
     """})
     assert [line for _, line, _ in found] == [11]  # the model's output is read back; the labels are not
+
+
+def test_a_counter_beside_a_batch_of_a_named_iterator(tmp_path) -> None:
+    # `data_iter = enumerate(loader)`; `for i, (x, y) in data_iter`: `i` counts, and `step + i` stays a number
+    found = lint_files(tmp_path, {"train.py": """
+        import torch
+
+        def train(model, loader, opt, step=0):
+            data_iter = enumerate(loader)
+            for i, (x, y) in data_iter:
+                loss = model(x.cuda()).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if (1.0 + step + i) / (10 + step + i) > 0.5:
+                    pass
+    """})
+    assert found == []
+
+
+def test_a_batch_whose_parts_the_function_moves_itself_is_on_the_host(tmp_path) -> None:
+    found = lint_files(tmp_path, {"meta.py": """
+        import torch
+
+        def forward_backward(model, images, opt):
+            crops = images["crops"].cuda(non_blocking=True)
+            upper = images["upperbound"]
+            buffer = crops.new_zeros(upper + 2, 4)
+            loss = model(crops).mean() + buffer.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print(crops.max().item())
+    """})
+    assert [(line, code) for _, line, code in found] == [(12, "SFL101")]
