@@ -289,6 +289,8 @@ class TensorInference:
                 return MASK if receiver not in _HOST_TENSORS else HOST_TENSOR
             if receiver in (BATCH, HOST_BATCH) and name in ("get", "values", "items", "keys"):
                 return receiver
+            if receiver == HOST_BATCH:
+                return HOST_BATCH  # `batch["clip"].squeeze(1)` of a batch still on the host: still the loader's data
             return TENSOR if receiver in DEVICE_TENSORS else HOST_TENSOR
         if receiver == MODULE:
             if name in api.MODULE_METHODS_KEEP:

@@ -198,3 +198,20 @@ def test_a_batch_whose_parts_the_function_moves_itself_is_on_the_host(tmp_path) 
             print(crops.max().item())
     """})
     assert [(line, code) for _, line, code in found] == [(12, "SFL101")]
+
+
+def test_a_reshaped_part_of_a_host_batch_moved_is_an_input_transfer(tmp_path) -> None:
+    # the function moves parts of its batch itself: `.squeeze(1).to(device)` of one is the batch's transfer, not a
+    # tensor built on the host (SFL403)
+    found = lint_files(tmp_path, {"prep.py": """
+        import torch
+
+        def step(model, batch, opt, device):
+            tokens = batch["tokens"].squeeze(1).to(device=device, dtype=torch.int)
+            ids = batch["ids"].to(device)
+            loss = model(tokens, ids).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """})
+    assert found == []
