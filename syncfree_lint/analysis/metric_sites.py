@@ -14,46 +14,13 @@ import libcst as cst
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.kinds import METRIC_PREFIX, METRICS_PREFIX
 from syncfree_lint.analysis.call_args import keyword_value
-from syncfree_lint.knowledge.metric_api import LIGHTNING_LOG_METHODS, SHARED_METRIC_API
+from syncfree_lint.knowledge.metric_api import (
+    AGGREGATORS, CLASSIFICATION_BASES, INPUTS_UNCHECKED, LIGHTNING_LOG_METHODS, RUNTIME_BASE_KWARGS,
+    RUNTIME_CLASS_KWARGS, RUNTIME_REQUIRED_VALUES, SHARED_METRIC_API, SYNCFREE,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from syncfree_lint.analysis.scope import ClassFrame
-
-AGGREGATORS = frozenset({"MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric", "RunningMean", "RunningSum"})
-_CLASSIFICATION_BASES = ("Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "ConfusionMatrix", "AUROC",
-                         "AveragePrecision", "Specificity", "StatScores", "JaccardIndex", "MatthewsCorrCoef",
-                         "CohenKappa", "HammingDistance", "ExactMatch", "CalibrationError", "ROC",
-                         "PrecisionRecallCurve")
-
-# What the bundled runtime implements, and the constructor arguments it honours.
-_BASE_KWARGS = frozenset({"sync_on_compute", "compute_with_cache", "process_group", "dist_sync_on_step",
-                          "compute_on_cpu"})
-_CLASS_KWARGS = {
-    "aggregation": frozenset({"nan_strategy"}),
-    "binary": frozenset({"threshold", "multidim_average", "ignore_index", "validate_args", "zero_division", "normalize"}),
-    "multiclass": frozenset({"num_classes", "top_k", "average", "multidim_average", "ignore_index", "validate_args",
-                             "zero_division", "normalize"}),
-    "task": frozenset({"task", "num_classes", "threshold", "top_k", "average", "multidim_average", "ignore_index",
-                       "validate_args", "zero_division", "normalize"}),
-    "regression": frozenset({"squared", "num_outputs"}),
-}
-SYNCFREE = {
-    "MeanMetric": "aggregation", "SumMetric": "aggregation", "MaxMetric": "aggregation", "MinMetric": "aggregation",
-    "Accuracy": "task", "Precision": "task", "Recall": "task", "F1Score": "task", "ConfusionMatrix": "task",
-    "BinaryAccuracy": "binary", "BinaryPrecision": "binary", "BinaryRecall": "binary", "BinaryF1Score": "binary",
-    "BinaryConfusionMatrix": "binary",
-    "MulticlassAccuracy": "multiclass", "MulticlassPrecision": "multiclass", "MulticlassRecall": "multiclass",
-    "MulticlassF1Score": "multiclass", "MulticlassConfusionMatrix": "multiclass",
-    "MeanSquaredError": "regression", "MeanAbsoluteError": "regression",
-    "MetricCollection": "collection",
-}
-# Values a kwarg must have for syncfree to honour it (anything else: keep torchmetrics).
-_REQUIRED_VALUES = {
-    "task": ("binary", "multiclass"),
-    "multidim_average": ("global",),
-    "dist_sync_on_step": (False,),
-    "compute_on_cpu": (False,),
-}
 
 
 def metric_class(qualname: Optional[str]) -> Optional[str]:
@@ -71,7 +38,7 @@ def is_aggregator(name: str) -> bool:
 
 
 def is_classification(name: str) -> bool:
-    for base in _CLASSIFICATION_BASES:
+    for base in CLASSIFICATION_BASES:
         if name == base or (name.startswith(("Binary", "Multiclass", "Multilabel")) and name.endswith(base)):
             return True
     return False
@@ -97,7 +64,7 @@ def syncfree_supports(name: str, call: cst.Call) -> bool:
         return False
     if family == "collection":
         return True  # checked member by member by the caller
-    allowed = _CLASS_KWARGS[family] | _BASE_KWARGS
+    allowed = RUNTIME_CLASS_KWARGS[family] | RUNTIME_BASE_KWARGS
     for arg in call.args:
         if arg.star:
             return False  # **kwargs: cannot see what is passed
@@ -106,7 +73,7 @@ def syncfree_supports(name: str, call: cst.Call) -> bool:
         key = arg.keyword.value
         if key not in allowed:
             return False
-        required = _REQUIRED_VALUES.get(key)
+        required = RUNTIME_REQUIRED_VALUES.get(key)
         if required is not None and _literal(arg.value) not in required:
             return False
     if family == "multiclass" and not any(a.keyword is not None and a.keyword.value == "num_classes" for a in call.args) \
@@ -151,8 +118,8 @@ def nan_checks_on(site: MetricSite) -> bool:
 
 
 def validates_inputs(site: MetricSite) -> bool:
-    """A classification metric whose construction leaves ``validate_args`` on."""
-    if not is_classification(site.class_name):
+    """A classification metric whose construction leaves ``validate_args`` on (and whose update honours it)."""
+    if not is_classification(site.class_name) or site.class_name in INPUTS_UNCHECKED:
         return False
     if site.checks is not None:
         return "v" in site.checks

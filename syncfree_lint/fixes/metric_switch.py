@@ -11,7 +11,8 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from syncfree_lint.analysis.imports import dotted
-from syncfree_lint.analysis.metric_sites import SYNCFREE, MetricSite, syncfree_supports
+from syncfree_lint.analysis.metric_sites import MetricSite, syncfree_supports
+from syncfree_lint.knowledge.metric_api import SYNCFREE
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.edits import FixPlan, InsertAfter, Part, Replace, code
 

@@ -29,3 +29,53 @@ SYNCING_UPDATES = {
     "Perplexity": "indexes the target probabilities with a boolean mask (`probs[mask]`), which sizes its result on "
                   "the host",
 }
+
+#: torchmetrics' aggregation metrics (their ``update`` checks for NaN unless ``nan_strategy`` says otherwise)
+AGGREGATORS = frozenset({"MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric", "RunningMean", "RunningSum"})
+
+#: classification families: the class itself, or ``Binary``/``Multiclass``/``Multilabel`` + the name; their ``update``
+#: validates the input tensors (a read of the device) while ``validate_args`` is on
+CLASSIFICATION_BASES = ("Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "ConfusionMatrix", "AUROC",
+                        "AveragePrecision", "Specificity", "StatScores", "JaccardIndex", "MatthewsCorrCoef",
+                        "CohenKappa", "HammingDistance", "ExactMatch", "CalibrationError", "ROC",
+                        "PrecisionRecallCurve")
+
+#: classification classes whose constructor hands ``validate_args=False`` to the parent that does the checking and
+#: never turns it back on, so ``update`` reads nothing whatever ``validate_args`` says (read in torchmetrics' source;
+#: ``tests/unit/test_knowledge.py`` updates each on the sync guard's stand-in)
+INPUTS_UNCHECKED = frozenset({"BinaryAUROC"})
+
+#: what the bundled runtime implements: torchmetrics class -> the family of constructor arguments it honours
+#: (``tests/unit/test_knowledge.py`` checks each against ``syncfree``'s exports and signatures)
+SYNCFREE = {
+    "MeanMetric": "aggregation", "SumMetric": "aggregation", "MaxMetric": "aggregation", "MinMetric": "aggregation",
+    "Accuracy": "task", "Precision": "task", "Recall": "task", "F1Score": "task", "ConfusionMatrix": "task",
+    "BinaryAccuracy": "binary", "BinaryPrecision": "binary", "BinaryRecall": "binary", "BinaryF1Score": "binary",
+    "BinaryConfusionMatrix": "binary",
+    "MulticlassAccuracy": "multiclass", "MulticlassPrecision": "multiclass", "MulticlassRecall": "multiclass",
+    "MulticlassF1Score": "multiclass", "MulticlassConfusionMatrix": "multiclass",
+    "MeanSquaredError": "regression", "MeanAbsoluteError": "regression",
+    "MetricCollection": "collection",
+}
+
+#: constructor arguments every ``syncfree`` metric honours, and those of each family
+RUNTIME_BASE_KWARGS = frozenset({"sync_on_compute", "compute_with_cache", "process_group", "dist_sync_on_step",
+                                 "compute_on_cpu"})
+RUNTIME_CLASS_KWARGS = {
+    "aggregation": frozenset({"nan_strategy"}),
+    "binary": frozenset({"threshold", "multidim_average", "ignore_index", "validate_args", "zero_division",
+                         "normalize"}),
+    "multiclass": frozenset({"num_classes", "top_k", "average", "multidim_average", "ignore_index", "validate_args",
+                             "zero_division", "normalize"}),
+    "task": frozenset({"task", "num_classes", "threshold", "top_k", "average", "multidim_average", "ignore_index",
+                       "validate_args", "zero_division", "normalize"}),
+    "regression": frozenset({"squared", "num_outputs"}),
+}
+
+#: values an argument must have for ``syncfree`` to honour it (anything else: keep torchmetrics)
+RUNTIME_REQUIRED_VALUES = {
+    "task": ("binary", "multiclass"),
+    "multidim_average": ("global",),
+    "dist_sync_on_step": (False,),
+    "compute_on_cpu": (False,),
+}
