@@ -11,6 +11,9 @@ from syncfree_lint.knowledge.library_methods import LIBRARY_METHOD_NAMES
 
 #: the index key of a method called by its name alone (a space: never part of a dotted name)
 METHOD_KEY = "method "
+#: the same for a receiver known to be an ``nn.Module`` of unknown class (``self.model.log_likelihood(batch)``): only
+#: methods of the project's module classes answer it
+MODULE_METHOD_KEY = "module method "
 #: the index key of a method as overridden by subclasses in other files: ``self.on_step_end(out)`` in a base class
 #: runs their ``on_step_end`` too (``summarize`` records the call, ``callgraph`` indexes the overrides)
 OVERRIDE_KEY = "override "
@@ -58,14 +61,15 @@ def method_ref(cls: ClassRef, method: str) -> CallRef:
     return SelfRef(cls.name, method) if cls.local else DottedRef(f"{cls.name}.{method}", bound=True)
 
 
-def by_method_name(method: str) -> Optional[DottedRef]:
+def by_method_name(method: str, module: bool = False) -> Optional[DottedRef]:
     """A call of ``method`` on a receiver whose class the code does not say (``client.local_train()``,
     ``self.server.record_step()``): the run resolves it to the one project class that defines a
     method of that name (``callgraph.lookup``). Not for names library objects share
-    (``knowledge.library_methods``), dunders, nor callback hooks (``analysis.hooks``)."""
+    (``knowledge.library_methods``), dunders, nor callback hooks (``analysis.hooks``). ``module``: the receiver is
+    an ``nn.Module``, so only a module class's method answers."""
     if method.startswith("__") or method in LIBRARY_METHOD_NAMES or method.startswith(HOOK_METHOD_PREFIXES):
         return None
-    return DottedRef(METHOD_KEY + method, bound=True)
+    return DottedRef((MODULE_METHOD_KEY if module else METHOD_KEY) + method, bound=True)
 
 
 def override_key(module_name: str, ref: SelfRef) -> str:

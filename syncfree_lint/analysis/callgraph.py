@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, Iterator, List, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts, Hop, ParameterCall, Pass
-from syncfree_lint.analysis.call_refs import METHOD_KEY, OVERRIDE_KEY
+from syncfree_lint.analysis.call_refs import METHOD_KEY, MODULE_METHOD_KEY, OVERRIDE_KEY
 from syncfree_lint.analysis.hooks import DECLARED_KEY, EACH_HOOK_KEY, HOOK_KEY, is_hook_name
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.diagnostic import Diagnostic
@@ -82,8 +82,10 @@ def _entries(facts: FileFacts) -> List[Tuple[str, Tuple[str, str]]]:
         for function_id in function_ids:
             out.append((dotted_name, (facts.root, function_id)))
             out.extend((f"{prefix}.{dotted_name}", (facts.root, function_id)) for prefix in prefixes)
-    for method, function_id, declared in facts.methods:
+    for method, function_id, declared, of_module in facts.methods:
         out.append(((HOOK_KEY if is_hook_name(method) else METHOD_KEY) + method, (facts.root, function_id)))
+        if of_module:
+            out.append((MODULE_METHOD_KEY + method, (facts.root, function_id)))
         if declared:
             out.append((DECLARED_KEY + method, (facts.root, function_id)))
     for attribute, held in facts.held.items():
@@ -296,6 +298,8 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
         return [fid for root, fid in index.get(name, ()) if root == importer_root]
     if name.startswith(METHOD_KEY):  # a method by its name on an object of unknown class (``calls.by_method_name``)
         return _only_method(index, name[len(METHOD_KEY):], importer_root)
+    if name.startswith(MODULE_METHOD_KEY):  # the same on a module: a method of the project's module classes
+        return _only_method(index, name[len(MODULE_METHOD_KEY):], importer_root, MODULE_METHOD_KEY)
     candidates = index.get(name)
     if not candidates and depth == 0 and name.endswith(_CALL):  # an `nn.Module` called runs its `forward`
         return lookup(index, name[: -len(_CALL)] + ".__call__", importer_root, 1) \
@@ -350,18 +354,19 @@ def _same_project(root: str, importer_root: str) -> bool:
     return root == importer_root or root.startswith(importer_root + os.sep) or importer_root.startswith(root + os.sep)
 
 
-def _only_method(index: FunctionIndex, method: str, importer_root: str) -> List[str]:
+def _only_method(index: FunctionIndex, method: str, importer_root: str, key: str = METHOD_KEY) -> List[str]:
     """The methods named ``method`` of the importer's project when exactly one of them has a body
     (with the do-nothing declarations it overrides); none when several classes define it. Kept per
-    index content (``_IndexMemo.version``): a run asks the same names many times."""
-    key = (_MEMO.version, id(index), len(index), method, importer_root)
-    if key in _ONLY_METHOD:
-        return list(_ONLY_METHOD[key])
-    if len(_ONLY_METHOD) > 200_000 or (_ONLY_METHOD and next(iter(_ONLY_METHOD))[:3] != key[:3]):
+    index content (``_IndexMemo.version``): a run asks the same names many times. ``key``: ``MODULE_METHOD_KEY``
+    for the methods of module classes only."""
+    memo_key = (_MEMO.version, id(index), len(index), key + method, importer_root)
+    if memo_key in _ONLY_METHOD:
+        return list(_ONLY_METHOD[memo_key])
+    if len(_ONLY_METHOD) > 200_000 or (_ONLY_METHOD and next(iter(_ONLY_METHOD))[:3] != memo_key[:3]):
         _ONLY_METHOD.clear()
-    found = [fid for root, fid in index.get(METHOD_KEY + method, ()) if _same_project(root, importer_root)]
+    found = [fid for root, fid in index.get(key + method, ()) if _same_project(root, importer_root)]
     declared = {fid for root, fid in index.get(DECLARED_KEY + method, ()) if _same_project(root, importer_root)}
-    out = _ONLY_METHOD[key] = found if len([fid for fid in found if fid not in declared]) == 1 else []
+    out = _ONLY_METHOD[memo_key] = found if len([fid for fid in found if fid not in declared]) == 1 else []
     return list(out)
 
 

@@ -18,6 +18,7 @@ from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.analysis.filefacts import CallSite
 from syncfree_lint.analysis.instances import ClassRef, InstanceTable, ScopedNames, constructed_class
+from syncfree_lint.analysis.kinds import MODULE
 from syncfree_lint.analysis.passed_callables import PassedCallables, parameter_names
 from syncfree_lint.analysis.call_refs import (  # re-exported: the analysis reads them as calls.X
     METHOD_KEY as METHOD_KEY, CallRef as CallRef, DottedRef as DottedRef, NameRef as NameRef, SelfRef as SelfRef,
@@ -159,7 +160,10 @@ class CallsMixin:
         if head is not None and (head == "self" or head in self.classes or self.imports.imported(head)
                                  or self.instances.lookup(".".join(self._prefix), head) is not None):
             return None
-        return by_method_name(func.attr.value) if self.kind(func.value) is None else None
+        kind = self.kind(func.value)
+        if kind == MODULE:  # a model's own method (``self.model.log_likelihood(batch)``): a module class's
+            return by_method_name(func.attr.value, module=True)
+        return by_method_name(func.attr.value) if kind is None else None
 
     def inherited(self, ref: SelfRef) -> Optional[DottedRef]:
         """``self.m()`` where neither the class nor a local base defines ``m``: the method of the

@@ -144,10 +144,10 @@ class FileFacts:
     named_batches: Set[str] = field(default_factory=set)
     unknown_imports: Set[str] = field(default_factory=set)  # imported dotted names whose result kind was needed
     objects_wanted: Set[str] = field(default_factory=set)  # those whose result had a method called on it
-    # the methods of its classes (not dunders): (name, function id, declared with a do-nothing body);
+    # the methods of its classes (not dunders): (name, function id, declared with a do-nothing body, of a module);
     # a call on an object of unknown class runs them by name: every override of a callback hook
     # (``on_batch_end``), or the one project method of another name (``callgraph.lookup``)
-    methods: List[Tuple[str, str, bool]] = field(default_factory=list)
+    methods: List[Tuple[str, str, bool, bool]] = field(default_factory=list)
     # functions passed to another file's function, which may call them where it calls that
     # parameter (``callgraph.passed_edges``): where this file's functions call a parameter, and
     # the functions this file hands to functions it does not define

@@ -69,14 +69,15 @@ def _names_not_implemented(exc: Optional[cst.BaseExpression]) -> bool:
     return isinstance(exc, cst.Name) and exc.value == "NotImplementedError"
 
 
-def published_methods(walk: "ModuleAnalysis", function_id: Callable[[str], str]) -> List[Tuple[str, str, bool]]:
-    """(method name, function id, declared with a do-nothing body) of the file's methods, dunders
-    aside: hook-named ones for the protocols above, the others for calls by method name
+def published_methods(walk: "ModuleAnalysis",
+                      function_id: Callable[[str], str]) -> List[Tuple[str, str, bool, bool]]:
+    """(method name, function id, declared with a do-nothing body, of an ``nn.Module`` class) of the file's
+    methods, dunders aside: hook-named ones for the protocols above, the others for calls by method name
     (``calls.by_method_name``)."""
     out = []
     for qual, frame in walk.functions.items():
         if frame.class_frame is not None and not frame.name.startswith("__"):
-            out.append((frame.name, function_id(qual), does_nothing(frame.node)))
+            out.append((frame.name, function_id(qual), does_nothing(frame.node), frame.class_frame.is_module))
     return out
 
 

@@ -67,8 +67,8 @@ def metric_member(kind: Optional[str]) -> Optional[str]:
     of its members; a metric of unknown construction when the members differ (which one is not known here)."""
     if kind is None or not kind.startswith(METRICS_PREFIX):
         return METRIC if kind == METRIC else None
-    specs = kind[len(METRICS_PREFIX):]
-    return METRIC_PREFIX + specs if "|" not in specs else METRIC
+    specs = {spec.rpartition("=")[2] for spec in kind[len(METRICS_PREFIX):].split("|")}  # keys aside
+    return METRIC_PREFIX + specs.pop() if len(specs) == 1 else METRIC
 
 
 def tuple_kind(kinds: Sequence[Optional[str]]) -> Optional[str]:

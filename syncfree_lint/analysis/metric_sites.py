@@ -6,6 +6,7 @@ MulticlassAccuracy as Acc`` all resolve here.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
@@ -135,11 +136,22 @@ def metric_kind(site: MetricSite) -> Optional[str]:
     if site.library != "torchmetrics":
         return None
     members = site.members or (site,)
-    specs = sorted({f"{m.class_name}/{'v' if validates_inputs(m) else ''}{'n' if nan_checks_on(m) else ''}"
+    container = site.class_name == "dict"
+    specs = sorted({_keyed(m.name if container else "",
+                           f"{m.class_name}/{'v' if validates_inputs(m) else ''}{'n' if nan_checks_on(m) else ''}")
                     for m in members if m.library == "torchmetrics"})
     if not specs:
         return None
-    return (METRICS_PREFIX if site.class_name == "dict" else METRIC_PREFIX) + "|".join(specs)
+    return (METRICS_PREFIX if container else METRIC_PREFIX) + "|".join(specs)
+
+
+def _keyed(key: str, spec: str) -> str:
+    """A dict member's spec with its key (``"train_acc=BinaryAccuracy/v"``), so ``metrics["train_acc"]`` finds it;
+    a key with characters the kind's syntax uses is left out."""
+    return f"{key}={spec}" if _PLAIN_KEY.fullmatch(key) else spec
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 def site_of_kind(name: str, kind: Optional[str]) -> Optional[MetricSite]:
@@ -150,8 +162,9 @@ def site_of_kind(name: str, kind: Optional[str]) -> Optional[MetricSite]:
     container = kind.startswith(METRICS_PREFIX)
     members = []
     for spec in kind.split(":", 1)[1].split("|"):
+        key, _, spec = spec.rpartition("=")
         class_name, _, checks = spec.partition("/")
-        members.append(MetricSite(name, class_name, None, None, moved=True, checks=checks))
+        members.append(MetricSite(key or name, class_name, None, None, moved=True, checks=checks))
     if len(members) == 1 and not container:
         return members[0]
     return MetricSite(name, "dict" if container else "MetricCollection", None, None, moved=True, members=tuple(members),

@@ -423,3 +423,44 @@ def test_what_a_method_of_an_instance_of_a_known_class_returns_is_learned(tmp_pa
                     print("saturated")
     """
     assert ("train.py", 9, "SFL106") in _lint(tmp_path, {"renderer.py": renderer, "train.py": train})
+
+
+def test_a_module_method_on_a_model_handed_in_is_run_by_its_name(tmp_path) -> None:
+    """`self.model.log_likelihood(x, y)` where the trainer is handed its model by another file: the one module class
+    of the project that defines the method; not a method of that name on a class that is not a module."""
+    model = """
+        import torch
+        from torch.distributions import Categorical
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = torch.nn.Linear(4, 3)
+
+            def log_likelihood(self, x, y):
+                return Categorical(logits=self.head(x)).log_prob(y)
+    """
+    report = """
+        class Report:
+            def {method}(self, x, y):
+                print(x.sum().item())
+    """
+    trainer = """
+        class Trainer:
+            def __init__(self, model, opt):
+                self.model, self.opt = model, opt
+
+            def fit(self, loader):
+                for x, y in loader:
+                    ll = self.model.{method}(x.cuda(), y.cuda())
+                    loss = -ll.mean()
+                    loss.backward()
+                    self.opt.step()
+    """
+    found = _lint(tmp_path, {"model.py": model, "trainer.py": trainer.format(method="log_likelihood"),
+                             "report.py": report.format(method="summarize")})
+    assert ("model.py", 11, "SFL111") in found
+    (tmp_path / "b").mkdir()
+    found = _lint(tmp_path / "b", {"model.py": model, "trainer.py": trainer.format(method="summarize"),
+                                   "report.py": report.format(method="summarize")})
+    assert not [f for f in found if f[0] == "report.py"]

@@ -110,3 +110,39 @@ def test_a_metric_read_only_after_the_loop_stays_quiet(tmp_path):
             print(summarise(meter))
     """})
     assert found == []
+
+
+_MIXED = """
+    from torchmetrics.classification import BinaryAccuracy, BinaryAUROC
+
+    def build_metrics(device):
+        return {"train_acc": BinaryAccuracy().to(device), "val_auroc": BinaryAUROC().to(device)}
+"""
+
+_MIXED_LOOP = """
+    from metrics import build_metrics
+
+    def run(model, opt, loader, metric, scores):
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            logits = model(x)
+            loss = (logits - y).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            metric.update(logits.sigmoid(), y)
+            scores.update(logits.sigmoid(), y)
+
+    def main(model, opt, loader):
+        metrics = build_metrics("cuda")
+        run(model, opt, loader, metrics["train_acc"], metrics["val_auroc"])
+"""
+
+
+def test_members_of_a_dict_of_different_metrics_keep_their_own_checks(tmp_path):
+    """`metrics["train_acc"]` of a factory's dict is the accuracy (validating), `metrics["val_auroc"]` the AUROC
+    (whose update checks nothing): the kind keeps each member's key."""
+    found = lint_files(tmp_path, {"metrics.py": _MIXED, "train.py": _MIXED_LOOP})
+    at = {(line, code) for path, line, code in found if path == "train.py"}
+    assert (12, "SFL305") in at
+    assert not [code for line, code in at if line == 13]
