@@ -96,6 +96,8 @@ class CallsMixin:
                 return method_ref(instance, "__call__")
             if self.imports.imported(func.value):
                 return DottedRef(qual or func.value)
+            if func.value == "self" and self.class_frame is not None:  # `self("after_pred")`: the class's __call__
+                return SelfRef(self.class_frame.qualname, "__call__")
             return NameRef(func.value, prefix)
         if isinstance(func, (cst.Subscript, cst.Call)):  # `LOSSES[name](x, y)`, `LOSSES.get(name)(x, y)`
             return self.function_value(func)

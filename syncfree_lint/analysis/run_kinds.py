@@ -279,6 +279,9 @@ def _calls_in(all_facts: Sequence[FileFacts], index: FunctionIndex, reached: Col
                             ((None,) + arguments[0], arguments[1]) if method else arguments)  # `self` is bound
                 continue
             targets = lookup(index, name, facts.root)
+            if not targets:  # `CriticPhase(G, D, opt, stats)` of a class of another file: its `__init__`, given `self`
+                targets = lookup(index, name + ".__init__", facts.root)
+                arguments = ((None,) + arguments[0], arguments[1]) if targets else arguments
             for function_id in targets:
                 if function_id in wanting:
                     path, _, qualname = function_id.rpartition("::")

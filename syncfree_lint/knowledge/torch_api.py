@@ -137,10 +137,17 @@ MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "hea
                 "discriminator", "generator", "critic", "actor")
 
 
+#: name prefixes of counts (``n_critic``: critic updates per generator step)
+COUNT_PREFIXES = ("n_", "num_", "nb_", "number_of_")
+
+
 def looks_like_module(name: str) -> bool:
     """``model``, ``net``, ``text_encoder``, ``ema_model``, ``self.backbone``: named like a model."""
     last = name.rsplit(".", 1)[-1].lower().rstrip("0123456789_")
+    if last.startswith(COUNT_PREFIXES):
+        return False  # `args.n_critic`, `num_layers`: how many, not which
     return last in MODULE_WORDS or last.endswith(tuple("_" + word for word in MODULE_WORDS))
+
 
 
 #: Python builtins that fold a tensor's elements into a 0-d tensor on the same device
