@@ -195,7 +195,7 @@ class ArgumentsMixin:
             if frame is None:
                 continue
             names = _positional_names(frame, self_given, takes_ctx(frame.class_frame, frame.name, self.classes))
-            if names is None:
+            if names is None or not _accepts(frame, names, positional, keywords):
                 continue
             given = dict(keywords)
             for index, name in enumerate(names):
@@ -231,6 +231,22 @@ class ArgumentsMixin:
                 given.setdefault(name, positional[index])
         for name in fields:
             passed.setdefault((qualname, name), []).append(given.get(name, _MISSING))
+
+
+def _accepts(frame: "FunctionFrame", names: List[str], positional: Sequence[Optional[str]],
+             keywords: Sequence[Tuple[str, Optional[str]]]) -> bool:
+    """Whether a call with these arguments can run the function: a call of a table of functions
+    (``LOSSES[name](logits, y, w)``) hands its arguments only to those that take that many, and those names."""
+    if not isinstance(frame.node, cst.FunctionDef):
+        return True
+    params = frame.node.params
+    given = [kind for kind in positional if kind not in (_UNKNOWN_REST, tensors.TENSOR_REST)]
+    if len(given) > len(names) and not isinstance(params.star_arg, cst.Param):
+        return False
+    if params.star_kwarg is not None:
+        return True
+    known = set(names) | {p.name.value for p in (*params.params, *params.kwonly_params)}
+    return all(name in known for name, _ in keywords)
 
 
 #: a positional ``*args`` at the call: the parameters from here on are not known
