@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 from syncfree_lint.analysis.filefacts import FileFacts, Hop, ParameterCall, Pass
 from syncfree_lint.analysis.call_refs import METHOD_KEY, MODULE_METHOD_KEY, OVERRIDE_KEY
+from syncfree_lint.analysis.properties import PROPERTY_KEY
 from syncfree_lint.analysis.hooks import DECLARED_KEY, EACH_HOOK_KEY, HOOK_KEY, is_hook_name
 from syncfree_lint.analysis.scope import STEP
 from syncfree_lint.diagnostic import Diagnostic
@@ -304,6 +305,13 @@ def lookup(index: FunctionIndex, name: str, importer_root: str, depth: int = 0) 
     if not candidates and depth == 0 and name.endswith(_CALL):  # an `nn.Module` called runs its `forward`
         return lookup(index, name[: -len(_CALL)] + ".__call__", importer_root, 1) \
             or lookup(index, name[: -len(_CALL)] + ".forward", importer_root)
+    if not candidates and name.startswith(PROPERTY_KEY) and depth < _MAX_INHERITANCE:
+        # `model.cluster.n_active`: the getter of the class the attribute holds (``objects._property_read``)
+        holder, _, getter = name[len(PROPERTY_KEY):].rpartition(".")
+        for _, held in _same_root_first(index.get(HELD_KEY + holder, ()), importer_root):
+            found = lookup(index, f"{PROPERTY_KEY}{held}.{getter}", importer_root, depth + 1)
+            if found:
+                return found
     if not candidates:
         owner, dot, method = name.rpartition(".")
         if not dot or depth >= _MAX_INHERITANCE:

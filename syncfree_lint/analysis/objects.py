@@ -243,6 +243,14 @@ class ObjectsMixin:
                 self._add_call_site(method_ref(ClassRef(True, self.class_frame.qualname), name))
             return
         cls = self.instance_class(receiver)
+        if cls is None and isinstance(receiver, cst.Attribute):  # `model.cluster.n_active`: what `model` keeps
+            owner = self.instance_class(receiver.value)
+            if owner is not None and not owner.local:
+                self._add_call_site(DottedRef(f"{PROPERTY_KEY}{owner.name}.{receiver.attr.value}.{name}", bound=True))
+                return
+            kept = self.classes[owner.name].attr_classes.get(f"self.{receiver.attr.value}") \
+                if owner is not None and owner.name in self.classes else None
+            cls = ClassRef(*kept) if kept is not None else None
         if cls is None:
             return
         if not cls.local:

@@ -86,3 +86,48 @@ def test_a_property_of_the_class_itself(tmp_path) -> None:
                     print(self.last_loss)
     """})
     assert ("loop.py", 10, "SFL101") in found
+
+
+_LAYERS = """
+    import torch
+    from torch import nn
+
+    class Clusters(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.register_buffer("usage", torch.zeros(k, dtype=torch.long))
+
+        @property
+        def n_active(self):
+            return int((self.usage > 0).sum())
+
+    class Model(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.cluster = Clusters(k)
+"""
+
+_LOOP = """
+    import torch
+    from layers import Model
+
+    def train(loader, k):
+        model = Model(k).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            opt.step()
+            stats = {"active": model.cluster.n_active}
+"""
+
+
+@pytest.mark.parametrize("same_file", [False, True])
+def test_a_property_of_an_object_an_instance_keeps(tmp_path, same_file) -> None:
+    """`model.cluster.n_active`: the getter of the class `model` keeps as `cluster`, in another file or this one."""
+    if same_file:
+        found = lint_files(tmp_path, {"train.py": _LAYERS + _LOOP.replace("from layers import Model", "")})
+        assert ("train.py", 12, "SFL105") in found
+    else:
+        found = lint_files(tmp_path, {"layers.py": _LAYERS, "train.py": _LOOP})
+        assert ("layers.py", 12, "SFL105") in found
