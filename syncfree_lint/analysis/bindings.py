@@ -18,6 +18,7 @@ from syncfree_lint.analysis.calls import DottedRef, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.dict_items import DICT_DISPLAY, is_dict_display, store_item
 from syncfree_lint.analysis.nodes import constant_items, listed_name, subscript_key
+from syncfree_lint.analysis.call_args import keyword_value
 from syncfree_lint.analysis.metric_sites import metric_kind
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames, class_of_elements, paired_elements
 from syncfree_lint.analysis.guards import has_modulo
@@ -102,9 +103,21 @@ class BindingsMixin:
                 if kind is None and self.function is not None:
                     self.unknown_reads.add((self.function.qualname, name))  # a seed could tell (``arguments``)
                 return kind
-        if name.startswith("self.") and self.class_frame is not None and name in self.class_frame.attrs:
-            return self.class_frame.attrs[name]
+        if name.startswith("self.") and self.class_frame is not None:
+            owner = self._attribute_owner(self.class_frame, name)
+            if owner is not None:
+                return owner.attrs[name]
         return self._instance_attribute(name) if "." in name else None
+
+    def _attribute_owner(self, frame: "ClassFrame", name: str, depth: int = 0) -> Optional["ClassFrame"]:
+        """The class of this file, ``frame``'s or a local base's, that says what ``self.<name>`` holds."""
+        if name in frame.attrs:
+            return frame
+        for base in frame.bases if depth < 8 else ():
+            found = self._attribute_owner(self.classes[base], name, depth + 1) if base in self.classes else None
+            if found is not None:
+                return found
+        return None
 
     def _bind(self, name: str, kind: Optional[str]) -> None:
         if self._kinds:
@@ -449,5 +462,17 @@ class BindingsMixin:
                 and self.uses_accelerator and node.args and isinstance(node.args[0].value, cst.SimpleString)):
             return
         name = node.args[0].value.evaluated_value
+        placed = len(node.args) > 1 and self._placed_by_optional_device(node.args[1].value)
         if isinstance(name, str) and name.isidentifier() and frame.attrs.get(f"self.{name}") is None:
-            frame.attrs[f"self.{name}"] = tensors.TENSOR
+            # `torch.tensor(0, device=device)` of `device=None`: on the CPU unless a caller says otherwise
+            frame.attrs[f"self.{name}"] = tensors.HOST_TENSOR if placed else tensors.TENSOR
+
+    def _placed_by_optional_device(self, value: cst.BaseExpression) -> bool:
+        """A tensor built with ``device=`` a parameter of this function that defaults to None: its owner places it
+        itself (an averaged copy of a model kept where it is built), on the CPU by default."""
+        device = keyword_value(value, "device") if isinstance(value, cst.Call) else None
+        node = self.function.node if self.function is not None else None
+        if not isinstance(device, cst.Name) or not isinstance(node, cst.FunctionDef):
+            return False
+        return any(p.name.value == device.value and isinstance(p.default, cst.Name) and p.default.value == "None"
+                   for p in (*node.params.params, *node.params.kwonly_params))

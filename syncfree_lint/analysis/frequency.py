@@ -19,8 +19,8 @@ from syncfree_lint.analysis.scope import (
 )
 from syncfree_lint.analysis.eval_loops import drawn_items, evaluates_items, over_range, strided_slices
 from syncfree_lint.analysis.guards import (
-    ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_mostly_true_interval, memo_holder,
-    is_opt_in_call, on_by_default, reports_after_reading, steps_optimizer_beside,
+    ends_the_run, has_modulo, is_equality_guard, is_flag_guard, is_host_branch, is_memo_guard, is_mostly_true_interval,
+    is_opt_in_call, is_sampled_rarely, memo_holder, on_by_default, reports_after_reading, steps_optimizer_beside,
 )
 from syncfree_lint.analysis.arguments import PASSED
 from syncfree_lint.analysis.bindings import EVERY_STEP, INTERVAL_FLAG, OFF_BY_DEFAULT, REMAINDER
@@ -92,6 +92,7 @@ class FrequencyMixin:
                 and not on_by_default(test, self.class_frame.node if self.class_frame is not None else None))
             or (self._tests_off_option(test) and not contains_step_marker(node.body, self.qualname))
             or is_opt_in_call(test, self.qualname)
+            or is_sampled_rarely(test, self.qualname)
             or is_equality_guard(test, self._is_host_number)
             or is_host_branch(test)
             or self._flushes_window(test)

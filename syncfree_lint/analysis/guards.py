@@ -187,6 +187,24 @@ def is_opt_in_call(expr: cst.BaseExpression, qualname: Callable[[cst.BaseExpress
     return False
 
 
+def is_sampled_rarely(expr: cst.BaseExpression, qualname: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
+    """``if random.random() < 0.001:`` (or ``0.01 > np.random.rand()``): a branch taken on a few sampled steps."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    left, comparison = expr.left, expr.comparisons[0]
+    right = comparison.comparator
+    if isinstance(comparison.operator, (cst.LessThan, cst.LessThanEqual)):
+        draw, bound = left, right
+    elif isinstance(comparison.operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        draw, bound = right, left
+    else:
+        return False
+    if not (isinstance(draw, cst.Call) and isinstance(draw.func, (cst.Name, cst.Attribute)) and not draw.args
+            and qualname(draw.func) in facts.HOST_UNIFORM_DRAWS):
+        return False
+    return isinstance(bound, (cst.Float, cst.Integer)) and float(bound.evaluated_value) <= facts.RARE_SAMPLE_PROBABILITY
+
+
 def is_equality_guard(expr: cst.BaseExpression, is_host_number: Callable[[cst.BaseExpression], bool]) -> bool:
     """``if batch_idx == 0:`` / ``if step == warmup_steps:``: a branch taken once, not per step.
 

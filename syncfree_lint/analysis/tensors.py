@@ -18,6 +18,7 @@ from syncfree_lint.analysis.nodes import subscript_key
 from syncfree_lint.analysis.scope import mentions_loader, moves_each_item
 from syncfree_lint.knowledge import torch_api as api
 from syncfree_lint.knowledge.frequency import is_environment_name, is_module_name
+from syncfree_lint.knowledge.library_methods import TENSOR_METHODS
 from syncfree_lint.knowledge.torch_api import looks_like_module
 from syncfree_lint.analysis.kinds import (  # re-exported: rules and the analysis read them as tensors.X
     ACCELERATOR as ACCELERATOR, BATCH as BATCH, CONTAINERS as CONTAINERS, DEVICE_TENSORS as DEVICE_TENSORS,
@@ -289,6 +290,8 @@ class TensorInference:
                 return MASK if receiver not in _HOST_TENSORS else HOST_TENSOR
             if receiver in (BATCH, HOST_BATCH) and name in ("get", "values", "items", "keys"):
                 return receiver
+            if receiver not in (BATCH, HOST_BATCH) and name not in TENSOR_METHODS:
+                return None  # not a tensor after all (`instances.has("scores")`)
             if receiver == HOST_BATCH:
                 return HOST_BATCH  # `batch["clip"].squeeze(1)` of a batch still on the host: still the loader's data
             return TENSOR if receiver in DEVICE_TENSORS else HOST_TENSOR

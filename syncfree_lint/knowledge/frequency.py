@@ -43,6 +43,12 @@ OPT_IN_CALLS = frozenset({
 #: does not make it a per-step function
 TEST_FUNCTION_PREFIX = "test"
 
+#: host draws of a uniform number in [0, 1): ``if random.random() < 0.001:`` runs its body on a sampled few steps
+HOST_UNIFORM_DRAWS = frozenset({"random.random", "numpy.random.rand", "numpy.random.random",
+                                "numpy.random.random_sample", "numpy.random.uniform"})
+#: the largest probability a sampled branch may have to count as rare (a logging guard)
+RARE_SAMPLE_PROBABILITY = 0.1
+
 _LIGHTNING_BATCH_HOOKS = frozenset({"on_train_batch_start", "on_train_batch_end", "on_validation_batch_start",
                                     "on_validation_batch_end", "on_test_batch_end", "on_before_backward",
                                     "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"})

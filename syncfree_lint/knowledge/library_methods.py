@@ -130,5 +130,8 @@ _OTHER_LIBRARY_METHODS = frozenset({
 #: ``net.encode``) run the model
 MODULE_METHOD_NAMES = _MODULE_METHODS
 
+#: the methods of ``torch.Tensor``: another name called on a value taken for a tensor says it is something else
+#: (``instances.has("scores")`` of a detection output), whose result is not known
+TENSOR_METHODS = _TENSOR_METHODS
 LIBRARY_METHOD_NAMES = (_TENSOR_METHODS | _MODULE_METHODS | _OPTIMIZER_METHODS | _BUILTIN_METHODS | _LOGGER_METHODS
                         | _OTHER_LIBRARY_METHODS | DISPLAY_METHODS | TRACKER_METHODS | WRITER_METHODS)
