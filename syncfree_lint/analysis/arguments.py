@@ -330,7 +330,8 @@ def worth_another_walk(analysis: "ModuleAnalysis", found: Seeds, used: Seeds) ->
     analysis.deferred_seeds = set()
     if not candidates:
         return False
-    reached = _reached_from_steps(analysis)
+    # a generator handed device data may be what makes a loop drawing from it a step loop (``loops._device_data``)
+    reached = _reached_from_steps(analysis) | set(analysis.yields)
     analysis.deferred_seeds = {qualname for qualname in candidates if qualname not in reached}
     return any(qualname in reached for qualname in candidates)
 

@@ -40,6 +40,7 @@ class LoopsMixin:
     _evaluates: Callable[[cst.For], bool]
     _bind_loop_target: Callable[..., None]
     _iterated_function: Callable[[cst.BaseExpression], Optional["CallRef"]]
+    _yielded: Callable[[cst.BaseExpression], Optional[str]]
 
     def _for(self, node: cst.For) -> None:
         self.statement = node
@@ -71,7 +72,8 @@ class LoopsMixin:
         self.statement = node
         self._rules(node)
         # `while True: batch = next(train_iter)`: a loop over batches, whatever its test
-        drawn = draws_batches(node.body.body, lambda it: mentions_loader(it) or self.kind(it) in tensors.LOADERS) \
+        drawn = draws_batches(node.body.body, lambda it: mentions_loader(it) or self.kind(it) in tensors.LOADERS
+                              or _device_data(self._yielded(it))) \
             or draws_and_moves(node.body.body)
         loop = LoopFrame(drawn and self.uses_accelerator, self.function, node, *self._guards_here())
         loop.why = "draws batches with next()" if loop.is_step else ""
@@ -113,6 +115,13 @@ class LoopsMixin:
         if len(self.loops) > depth:
             self._close_loop()
 
+
+
+def _device_data(kind: Optional[str]) -> bool:
+    """What a generator yields is device data (``yield X[keep], Y[keep]`` of tensors on the device): drawing it is
+    taking a batch."""
+    elements = tensors.tuple_elements(kind)
+    return kind in tensors.DEVICE_TENSORS or (elements is not None and any(e in tensors.DEVICE_TENSORS for e in elements))
 
 
 #: calls that only look at a value: handing an item to them does no work on it
