@@ -15,8 +15,9 @@ import libcst as cst
 from syncfree_lint.analysis.imports import dotted
 from syncfree_lint.analysis.kinds import METRIC_PREFIX, METRICS_PREFIX
 from syncfree_lint.analysis.call_args import keyword_value
+from syncfree_lint.analysis.classifier_updates import LETTERS as UPDATE_LETTERS, update_read
 from syncfree_lint.knowledge.metric_api import (
-    AGGREGATORS, CLASSIFICATION_BASES, INPUTS_UNCHECKED, LIGHTNING_LOG_METHODS, RUNTIME_BASE_KWARGS,
+    AGGREGATORS, CLASSIFICATION_BASES, LIGHTNING_LOG_METHODS, RUNTIME_BASE_KWARGS,
     RUNTIME_CLASS_KWARGS, RUNTIME_REQUIRED_VALUES, SHARED_METRIC_API, SYNCFREE,
 )
 
@@ -118,16 +119,12 @@ def nan_checks_on(site: MetricSite) -> bool:
     return not (isinstance(strategy, cst.SimpleString) and strategy.evaluated_value == "disable")
 
 
-def validates_inputs(site: MetricSite) -> bool:
-    """A classification metric whose construction leaves ``validate_args`` on (and whose update honours it)."""
-    if not is_classification(site.class_name) or site.class_name in INPUTS_UNCHECKED:
-        return False
-    if site.checks is not None:
-        return "v" in site.checks
-    if site.call is None:
-        return False  # a dict of metrics: its members are sites of their own
-    value = keyword_value(site.call, "validate_args")
-    return value is None or (isinstance(value, cst.Name) and value.value == "True")
+def update_reads(site: MetricSite) -> Optional[str]:
+    """What an update of a classification metric reads from the device (``classifier_updates.update_read``):
+    ``"validation"``, ``"counting"``, ``"labels"`` or None; a dict of metrics: its members are sites of their own."""
+    if not is_classification(site.class_name) or (site.call is None and site.checks is None):
+        return None
+    return update_read(site.class_name, site.call, site.checks)
 
 
 def metric_kind(site: MetricSite) -> Optional[str]:
@@ -138,7 +135,8 @@ def metric_kind(site: MetricSite) -> Optional[str]:
     members = site.members or (site,)
     container = site.class_name == "dict"
     specs = sorted({_keyed(m.name if container else "",
-                           f"{m.class_name}/{'v' if validates_inputs(m) else ''}{'n' if nan_checks_on(m) else ''}")
+                           f"{m.class_name}/{UPDATE_LETTERS.get(update_reads(m) or '', '')}"
+                           f"{'n' if nan_checks_on(m) else ''}")
                     for m in members if m.library == "torchmetrics"})
     if not specs:
         return None

@@ -79,3 +79,15 @@ RUNTIME_REQUIRED_VALUES = {
     "dist_sync_on_step": (False,),
     "compute_on_cpu": (False,),
 }
+
+#: classification families whose update counts into a confusion matrix: ``torch.bincount`` (binary, multiclass) or a
+#: boolean-mask index (multilabel), a read of the device in every update, whatever ``validate_args`` says
+CONFMAT_BASES = frozenset({"JaccardIndex", "ConfusionMatrix", "MatthewsCorrCoef", "CohenKappa"})
+#: families built on stat scores: their multiclass form counts per class with ``torch.bincount`` unless
+#: ``average="micro"``; with it, and float scores, nothing is read (validation reads integer labels only)
+STAT_SCORE_BASES = frozenset({"Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "Specificity",
+                              "StatScores", "HammingDistance"})
+#: the ``average`` a multiclass stat-score metric takes when none is given: ``MulticlassAccuracy`` counts per class,
+#: the task wrapper ``Accuracy(task="multiclass")`` does not
+DEFAULT_MULTICLASS_AVERAGE = "macro"
+DEFAULT_TASK_WRAPPER_AVERAGE = "micro"

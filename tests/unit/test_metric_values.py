@@ -33,7 +33,12 @@ _PASSED = """
 @pytest.mark.parametrize("package, cls, ctor, update_args, code", [
     ("torchmetrics.classification", "MulticlassAccuracy", "num_classes=4", "logits, y", "SFL305"),
     ("torchmetrics", "MeanMetric", "", "loss.detach()", "SFL301"),
-    ("torchmetrics.classification", "MulticlassAccuracy", "num_classes=4, validate_args=False", "logits, y", None),
+    ("torchmetrics.classification", "MulticlassAccuracy", "num_classes=4, validate_args=False", "logits, y", "SFL305"),
+    ("torchmetrics.classification", "MulticlassAccuracy", "num_classes=4, average='micro'", "logits, y", None),
+    ("torchmetrics.classification", "MulticlassAccuracy", "num_classes=4, average='micro'", "logits.argmax(1), y",
+     "SFL305"),
+    ("torchmetrics.classification", "MulticlassAccuracy", "num_classes=4, average='micro', validate_args=False",
+     "logits.argmax(1), y", None),
     ("torchmetrics", "MeanMetric", "nan_strategy='disable'", "loss.detach()", None),
     ("syncfree", "MeanMetric", "", "loss.detach()", None),
 ])
@@ -53,7 +58,7 @@ _FACTORIES = """
         return {{name: MeanMetric().to(device) for name in ("loss", "aux")}}
 
     def build_accuracy(n, device):
-        return MulticlassAccuracy(num_classes=n, validate_args={check}).to(device)
+        return MulticlassAccuracy(num_classes=n, average="micro", validate_args={check}).to(device)
 
     def update_all(metrics, values):
         for name, metric in metrics.items():
@@ -77,7 +82,7 @@ _TRAINER = """
             loss.backward()
             self.opt.step()
             update_all(self.losses, {{"loss": loss.detach(), "aux": logits.pow(2).mean()}})
-            self.acc(logits, y)
+            self.acc(logits.argmax(1), y)
 
     def fit(trainer, loader):
         for x, y in loader:

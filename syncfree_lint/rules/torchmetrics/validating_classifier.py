@@ -1,9 +1,10 @@
-"""SFL305: an update of a classification metric that validates its inputs, in a step."""
+"""SFL305: an update of a classification metric that reads the device (input validation, or per-class counting),
+in a step."""
 from __future__ import annotations
 
 import libcst as cst
 
-from syncfree_lint.analysis.metric_sites import validates_inputs
+from syncfree_lint.analysis.metric_sites import update_reads
 from syncfree_lint.analysis.model import SemanticModel
 from syncfree_lint.fixes.metric_switch import switch_plan
 from syncfree_lint.rules.base import Rule
@@ -18,6 +19,11 @@ class ValidatingClassifier(Rule[cst.Call]):
                    "`torch.unique` syncs every update",
         "metric": "torchmetrics `{metric}` {call} validates its inputs (`validate_args=True`, the default): "
                   "`torch.unique` syncs every step; use `syncfree.{metric}` or build it with `validate_args=False`",
+        "counting": "torchmetrics `{metric}` {call} counts per class with `torch.bincount` (sized by the data): it "
+                    "syncs every step, validation or not; use `syncfree.{metric}`",
+        "labels": "torchmetrics `{metric}` {call} validates integer labels (`validate_args=True`, the default): "
+                  "`torch.unique` syncs every step; use `syncfree.{metric}`, pass the scores, or build it with "
+                  "`validate_args=False`",
     }
     fix_title = SWITCH_TITLE
     node_types = (cst.Call,)
@@ -45,7 +51,7 @@ class ValidatingClassifier(Rule[cst.Call]):
         from torchmetrics.classification import MulticlassAccuracy
 
         def evaluate(model, loader, device):
-            acc = MulticlassAccuracy(num_classes=10, validate_args=False).to(device)
+            acc = MulticlassAccuracy(num_classes=10, average="micro", validate_args=False).to(device)
             for x, y in loader:
                 acc.update(model(x), y)
         """,
@@ -58,9 +64,17 @@ classification metric (`Accuracy`, `Precision`, `Recall`, `F1Score`, `ConfusionM
 update of a collection names each such member. The sync happens at the update, so that is where
 it is reported; the fix changes the construction.
 
+Also flagged whatever `validate_args` says: a multiclass metric built on stat scores (`MulticlassAccuracy`,
+`F1Score(task="multiclass")`, ...) with an `average` other than `"micro"` (the default is `"macro"`), and the
+confusion-matrix metrics (`JaccardIndex`, `ConfusionMatrix`, `MatthewsCorrCoef`, `CohenKappa`). Not flagged:
+`BinaryAUROC` (its update never validates), and a multiclass `average="micro"` metric given scores (its
+validation reads only integer labels: an update given `logits.argmax(1)` is flagged).
+
 ## Why it syncs
 Input validation calls `torch.unique` on the targets and checks the values in Python: a
-data-dependent shape and a host read every update.
+data-dependent shape and a host read every update. Per-class counting uses `torch.bincount`, whose
+output size depends on the data. Each was seen on the sync guard's stand-in
+(`tests/unit/test_metric_knowledge.py`).
 
 ## Example
 ```python
@@ -86,6 +100,21 @@ size depends on the data, so only the `syncfree` metric removes every per-update
         site, call = found
         named = set()
         for target in site.members if site.members else (site,):
-            if target.class_name not in named and validates_inputs(target):
-                named.add(target.class_name)
-                ctx.report(self, node, "metric", metric=target.class_name, call=call, fix=switch_plan(ctx, target))
+            reads = update_reads(target)
+            if reads is None or target.class_name in named or (reads == "labels" and not _integer_labels(node)):
+                continue
+            named.add(target.class_name)
+            ctx.report(self, node, "metric" if reads == "validation" else reads, metric=target.class_name, call=call,
+                       fix=switch_plan(ctx, target))
+
+
+#: tensor methods whose result is integer class labels
+_LABEL_METHODS = frozenset({"argmax", "argmin", "long", "int"})
+
+
+def _integer_labels(node: cst.Call) -> bool:
+    """The update's predictions are integer labels (``logits.argmax(1)``, ``out.max(1).indices``)."""
+    preds = node.args[0].value if node.args and node.args[0].keyword is None else None
+    if isinstance(preds, cst.Attribute) and preds.attr.value == "indices":
+        return True
+    return isinstance(preds, cst.Call) and isinstance(preds.func, cst.Attribute) and preds.func.attr.value in _LABEL_METHODS
