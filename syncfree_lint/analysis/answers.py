@@ -89,6 +89,12 @@ class AnswersMixin:
                 return held
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):  # `meters["loss"]` of `{k: Meter() ...}`
             return class_of_elements(self.kind(expr.value))
+        if isinstance(expr, cst.Subscript) and self.class_frame is not None:  # `self.meters[name]`: every item alike
+            holder = dotted(expr.value)
+            alike = {held for attribute, held in self.class_frame.attr_classes.items()
+                     if holder is not None and holder.startswith("self.") and attribute.startswith(holder + "[")}
+            if len(alike) == 1:
+                return ClassRef(*alike.pop())
         name = dotted(expr) if isinstance(expr, cst.Attribute) else None
         if name is not None and name.startswith("self.") and self.class_frame is not None:
             found = self.class_frame.attr_classes.get(name)

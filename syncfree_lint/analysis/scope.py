@@ -260,6 +260,20 @@ def _root_name(expr: cst.BaseExpression) -> Optional[str]:
     return expr.value if isinstance(expr, cst.Name) else None
 
 
+def _converted_root(expr: cst.BaseExpression) -> Optional[str]:
+    """The item a moved value was made from: ``x`` of ``x["a"]``, ``x.float()`` or ``torch.from_numpy(np.asarray(x))``."""
+    for _ in range(8):
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
+            expr = expr.func.value  # `x.float()`
+        elif isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
+            expr = expr.args[0].value  # `torch.from_numpy(x)`
+        else:
+            break
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
 def target_names(target: cst.BaseExpression) -> Set[str]:
     """The plain names a loop or comprehension target binds."""
     if isinstance(target, cst.Name):
@@ -296,7 +310,7 @@ def moves_items(body: cst.CSTNode, names: Set[str]) -> bool:
         stack.extend(code_children(node))
     for call in calls:
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _root_name(func.value) in names:
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _converted_root(func.value) in names:
             return True
         called = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
         if isinstance(called, str) and ("device" in called.lower() or "cuda" in called.lower()) and any(

@@ -103,3 +103,44 @@ def test_a_hook_the_class_fires_on_itself_by_name_runs_each_callbacks_method(tmp
                                            ("ema_model", True)])
 def test_counts_are_not_named_like_models(name, expected):
     assert looks_like_module(name) is expected
+
+
+_METERS = """
+    import torch
+
+    class Smoothed:
+        def __init__(self):
+            self.values = []
+
+        def update(self, value):
+            if isinstance(value, torch.Tensor):
+                value = value.item()
+            self.values.append(value)
+
+    class Plain:
+        def update(self, value):
+            pass
+
+    class Trainer:
+        def __init__(self, model, opt):
+            self.model, self.opt = model, opt
+            self.meters = {{"cls": Smoothed(), "dom": {second}()}}
+
+        def step(self, x, y):
+            out = {{"cls": self.model(x).mean(), "dom": (self.model(x) - y).abs().mean()}}
+            (out["cls"] + out["dom"]).backward()
+            self.opt.step()
+            for name in ("cls", "dom"):
+                self.meters[name].update(out[name])
+
+    def fit(trainer, loader):
+        for x, y in loader:
+            trainer.step(x.cuda(), y.cuda())
+"""
+
+
+@pytest.mark.parametrize("second,found", [("Smoothed", True), ("Plain", False)])
+def test_an_item_of_a_dict_whose_items_are_one_class(tmp_path, second, found):
+    """`self.meters[name].update(v)`: any key of a dict kept on `self` whose items are all `Smoothed` is one."""
+    result = lint_files(tmp_path, {"meters.py": _METERS.format(second=second)})
+    assert (("meters.py", 10, "SFL101") in result) is found

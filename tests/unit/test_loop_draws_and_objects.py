@@ -215,3 +215,26 @@ def test_a_reshaped_part_of_a_host_batch_moved_is_an_input_transfer(tmp_path) ->
             opt.step()
     """})
     assert found == []
+
+
+def test_a_batch_parameter_converted_then_moved_was_handed_on_the_host(tmp_path):
+    """`[torch.from_numpy(np.asarray(x)).to(self.device) for x in batch]`: the function moves the batch's parts
+    itself, after converting them, so `np.asarray(x)` reads host data, not the device."""
+    found = lint_files(tmp_path, {"trainer.py": """
+        import numpy as np
+        import torch
+
+        class Trainer:
+            def __init__(self, model, opt, get_batch, device):
+                self.model, self.opt, self.get_batch, self.device = model, opt, get_batch, device
+
+            def _to_device(self, batch):
+                return [torch.from_numpy(np.asarray(x)).to(self.device) for x in batch]
+
+            def train_step(self):
+                x, y = self._to_device(self.get_batch())
+                loss = (self.model(x) - y).pow(2).mean()
+                loss.backward()
+                self.opt.step()
+    """})
+    assert not [f for f in found if f[1] == 10 and f[2] == "SFL103"]
