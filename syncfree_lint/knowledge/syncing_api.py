@@ -100,6 +100,18 @@ READING_FUNCTIONS: Dict[str, str] = {
     "torch.is_nonzero": "reads the one element back to test it",
     "torch.testing.assert_close": "compares on the device and reads the mismatches back",
 }
+#: ``torch.linalg`` functions whose documentation says they synchronize a CUDA device with the CPU (they check the
+#: factorization's error code on the host, to raise on a singular or non-definite input); the ``_ex`` forms do not.
+#: ``tests/unit/test_knowledge.py`` checks each against the installed torch's docstring.
+LINALG_SYNCING = ("cholesky", "cond", "eig", "eigh", "eigvals", "eigvalsh", "inv", "ldl_factor", "lu_factor",
+                  "matrix_rank", "pinv", "solve", "svd", "svdvals")
+_LINALG_EX = frozenset({"cholesky", "inv", "solve", "lu_factor", "ldl_factor"})
+READING_FUNCTIONS.update({
+    f"torch.linalg.{name}": "checks its result for errors on the host (torch documents that it synchronizes with "
+                            "the CPU)" + (f"; `torch.linalg.{name}_ex` does not" if name in _LINALG_EX else "")
+    for name in LINALG_SYNCING
+})
+
 READING_METHODS: Dict[str, str] = {
     "equal": "compares on the device and reads the answer back as a Python bool",
     "allclose": "compares on the device and reads the answer back as a Python bool",

@@ -1118,3 +1118,33 @@ def test_syncing_metric_updates_sync_and_syncfree_ones_do_not(name: str) -> None
             with no_host_sync(device=dev) as guard:
                 metric.update(*inputs)
             assert bool(guard.events) is syncs, guard.report()
+
+
+@pytest.mark.parametrize("name", __import__("syncfree_lint.knowledge.syncing_api", fromlist=["x"]).LINALG_SYNCING)
+def test_linalg_functions_listed_as_syncing_say_so_in_their_docs(name: str) -> None:
+    torch = pytest.importorskip("torch")
+    from syncfree_lint.knowledge.syncing_api import READING_FUNCTIONS
+
+    assert "synchronizes that device with the CPU" in (getattr(torch.linalg, name).__doc__ or "")
+    assert f"torch.linalg.{name}" in READING_FUNCTIONS
+    if f"`torch.linalg.{name}_ex`" in READING_FUNCTIONS[f"torch.linalg.{name}"]:
+        assert hasattr(torch.linalg, f"{name}_ex")
+
+
+@pytest.mark.parametrize("call,expected", [("torch.linalg.cholesky(k)", True), ("torch.linalg.cholesky_ex(k).L", False),
+                                           ("torch.linalg.solve(k, y)", True), ("torch.linalg.cholesky(k.cpu())", False)])
+def test_a_syncing_linalg_call_on_device_tensors_in_a_step(call: str, expected: bool) -> None:
+    source = f"""
+import torch
+def train(model, loader, optimizer):
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        k = x @ x.T + torch.eye(x.shape[0], device=x.device)
+        alpha = {call}
+        model(x).sum().backward()
+        optimizer.step()
+"""
+    from syncfree_lint import engine
+
+    found = {(d.line, d.code) for d in engine.lint_text("t.py", source, Config())}
+    assert ((7, "SFL111") in found) is expected
