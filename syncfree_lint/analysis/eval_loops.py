@@ -109,7 +109,10 @@ def strided_slices(iterable: cst.BaseExpression, body: cst.CSTNode, names: Set[s
         if isinstance(node, cst.Assign):
             values = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
             targets = [n for t in node.targets for n in _names_in(t.target)]
-            if len(targets) == len(values):
+            data = _cut_by_helper(node.value, names)
+            if data is not None:  # `data, targets = get_batch(source, i, bptt)`: a helper cuts at the counter
+                bound.update((target.value, data) for target in targets)
+            elif len(targets) == len(values):
                 for target, value in zip(targets, values):
                     data = _cut_at(value, names)
                     if data is not None:
@@ -120,6 +123,18 @@ def strided_slices(iterable: cst.BaseExpression, body: cst.CSTNode, names: Set[s
                 bound.setdefault(data, data)
         stack.extend(code_children(node))
     return bound
+
+
+def _cut_by_helper(value: cst.BaseExpression, counters: Set[str]) -> Optional[str]:
+    """``get_batch(source, i, bptt)``: a call handed the counter and the data (the first other name), which it
+    cuts; the data's dotted name."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+        return None
+    given = [arg.value for arg in value.args if arg.keyword is None and not arg.star]
+    if not any(isinstance(arg, cst.Name) and arg.value in counters for arg in given):
+        return None
+    return next((dotted(arg) for arg in given if isinstance(arg, (cst.Name, cst.Attribute))
+                 and not (isinstance(arg, cst.Name) and arg.value in counters)), None)
 
 
 def _cut_at(value: cst.BaseExpression, counters: Set[str]) -> Optional[str]:

@@ -158,3 +158,28 @@ def test_a_cut_along_a_later_dimension_given_in_any_argument_evaluates(tmp_path)
 
 def test_a_fixed_column_range_is_not_a_batch(tmp_path) -> None:
     assert lint_files(tmp_path, {"evaluate.py": _COLUMNS.format(cut=":, :bs")}) == []
+
+
+_HELPER_CUT = """
+    import torch
+
+    def get_batch(source, i, bptt):
+        n = min(bptt, len(source) - 1 - i)
+        return source[i:i + n], source[i + 1:i + 1 + n]
+
+    @torch.no_grad()
+    def evaluate(model, data_source, bptt, losses):
+        for i in range(0, data_source.size(0) - 1, bptt):
+            data, targets = {cut}
+            output = model(data)
+            losses.append((output - targets).pow(2).mean().item())
+"""
+
+
+def test_a_strided_loop_whose_batch_a_helper_cuts_evaluates(tmp_path) -> None:
+    """`data, targets = get_batch(data_source, i, bptt)`: the helper cuts the data at the counter."""
+    found = lint_files(tmp_path, {"lm.py": _HELPER_CUT.format(cut="get_batch(data_source, i, bptt)")})
+    assert ("lm.py", 13, "SFL101") in found
+    (tmp_path / "b").mkdir()
+    found = lint_files(tmp_path / "b", {"lm.py": _HELPER_CUT.format(cut="get_batch(data_source, 0, bptt)")})
+    assert not found  # not cut at the counter: the same batch each time, not an evaluation over the data
