@@ -39,6 +39,8 @@ _PASSED = """
      "SFL305"),
     ("torchmetrics.classification", "MulticlassAccuracy", "num_classes=4, average='micro', validate_args=False",
      "logits.argmax(1), y", None),
+    ("torchmetrics", "Accuracy", "task='multiclass', num_classes=4", "logits, y", None),
+    ("torchmetrics", "Accuracy", "task='multiclass', num_classes=4", "logits.max(1).indices, y", "SFL305"),
     ("torchmetrics", "MeanMetric", "nan_strategy='disable'", "loss.detach()", None),
     ("syncfree", "MeanMetric", "", "loss.detach()", None),
 ])
@@ -151,3 +153,25 @@ def test_members_of_a_dict_of_different_metrics_keep_their_own_checks(tmp_path):
     at = {(line, code) for path, line, code in found if path == "train.py"}
     assert (12, "SFL305") in at
     assert not [code for line, code in at if line == 13]
+
+
+def test_predictions_kept_in_a_name_as_labels_are_validated(tmp_path):
+    """`preds = logits.argmax(dim=1)` then `acc.update(preds, y)`: integer labels, which the micro accuracy validates."""
+    found = lint_files(tmp_path, {"train.py": """
+        import torch
+        import torchmetrics
+
+        def evaluate(model, loader, acc, probs):
+            for x, y in loader:
+                x, y = x.cuda(), y.cuda()
+                logits = model(x)
+                preds = logits.argmax(dim=1)
+                acc.update(preds, y)
+                probs.update(logits, y)
+
+        def main(model, loader):
+            acc = torchmetrics.Accuracy(task="multiclass", num_classes=3).cuda()
+            evaluate(model, loader, acc, torchmetrics.Accuracy(task="multiclass", num_classes=3).cuda())
+    """})
+    assert ("train.py", 10, "SFL305") in found
+    assert not [f for f in found if f[1] == 11]

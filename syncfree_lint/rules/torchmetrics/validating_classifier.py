@@ -6,6 +6,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.metric_sites import update_reads
 from syncfree_lint.analysis.model import SemanticModel
+from syncfree_lint.analysis.nodes import walk_code
 from syncfree_lint.fixes.metric_switch import switch_plan
 from syncfree_lint.rules.base import Rule
 from syncfree_lint.rules.torchmetrics._common import SWITCH_DOC, SWITCH_TITLE
@@ -101,7 +102,7 @@ size depends on the data, so only the `syncfree` metric removes every per-update
         named = set()
         for target in site.members if site.members else (site,):
             reads = update_reads(target)
-            if reads is None or target.class_name in named or (reads == "labels" and not _integer_labels(node)):
+            if reads is None or target.class_name in named or (reads == "labels" and not _integer_labels(node, ctx.current_scope())):
                 continue
             named.add(target.class_name)
             ctx.report(self, node, "metric" if reads == "validation" else reads, metric=target.class_name, call=call,
@@ -112,9 +113,18 @@ size depends on the data, so only the `syncfree` metric removes every per-update
 _LABEL_METHODS = frozenset({"argmax", "argmin", "long", "int"})
 
 
-def _integer_labels(node: cst.Call) -> bool:
-    """The update's predictions are integer labels (``logits.argmax(1)``, ``out.max(1).indices``)."""
+def _integer_labels(node: cst.Call, scope: cst.CSTNode) -> bool:
+    """The update's predictions are integer labels (``logits.argmax(1)``, ``out.max(1).indices``), or a name the
+    function binds only to such (``preds = logits.argmax(dim=1)``)."""
     preds = node.args[0].value if node.args and node.args[0].keyword is None else None
-    if isinstance(preds, cst.Attribute) and preds.attr.value == "indices":
+    if isinstance(preds, cst.Name):
+        bound = [n.value for n in walk_code(scope) if isinstance(n, cst.Assign) and len(n.targets) == 1
+                 and isinstance(n.targets[0].target, cst.Name) and n.targets[0].target.value == preds.value]
+        return bool(bound) and all(_labels_expression(value) for value in bound)
+    return _labels_expression(preds)
+
+
+def _labels_expression(expr: object) -> bool:
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "indices":
         return True
-    return isinstance(preds, cst.Call) and isinstance(preds.func, cst.Attribute) and preds.func.attr.value in _LABEL_METHODS
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _LABEL_METHODS
