@@ -17,7 +17,7 @@ from syncfree_lint.analysis.call_kinds import CALL_RESULT
 from syncfree_lint.analysis.calls import DottedRef, NameRef
 from syncfree_lint.analysis.imports import ImportMap, dotted
 from syncfree_lint.analysis.dict_items import DICT_DISPLAY, is_dict_display, store_item
-from syncfree_lint.analysis.nodes import constant_items, listed_name, subscript_key
+from syncfree_lint.analysis.nodes import constant_items, listed_name, subscript_key, walk_code
 from syncfree_lint.analysis.call_args import keyword_value
 from syncfree_lint.analysis.metric_sites import metric_kind
 from syncfree_lint.analysis.instances import InstanceTable, ScopedNames, class_of_elements, paired_elements
@@ -468,11 +468,18 @@ class BindingsMixin:
             frame.attrs[f"self.{name}"] = tensors.HOST_TENSOR if placed else tensors.TENSOR
 
     def _placed_by_optional_device(self, value: cst.BaseExpression) -> bool:
-        """A tensor built with ``device=`` a parameter of this function that defaults to None: its owner places it
-        itself (an averaged copy of a model kept where it is built), on the CPU by default."""
+        """A tensor built with ``device=`` a parameter of this function that defaults to None, in a function that moves
+        its other contents to that device itself: its owner places it (an averaged copy of a model kept where it is
+        built), on the CPU by default."""
         device = keyword_value(value, "device") if isinstance(value, cst.Call) else None
         node = self.function.node if self.function is not None else None
         if not isinstance(device, cst.Name) or not isinstance(node, cst.FunctionDef):
             return False
-        return any(p.name.value == device.value and isinstance(p.default, cst.Name) and p.default.value == "None"
-                   for p in (*node.params.params, *node.params.kwonly_params))
+        optional = any(p.name.value == device.value and isinstance(p.default, cst.Name) and p.default.value == "None"
+                       for p in (*node.params.params, *node.params.kwonly_params))
+        # and the class places its contents itself (`self.module = self.module.to(device)`); a layer that only
+        # passes `device=` on (factory keywords, as `nn.Linear` takes) moves with its model
+        return optional and any(
+            isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to" and n.args
+            and isinstance(n.args[0].value, cst.Name) and n.args[0].value.value == device.value
+            for n in walk_code(node.body))

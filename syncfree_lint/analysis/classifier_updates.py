@@ -9,8 +9,11 @@ Seen on the sync guard's stand-in for each family (``tests/unit/test_metric_know
 * confusion-matrix metrics (``JaccardIndex``, ``ConfusionMatrix``, ``MatthewsCorrCoef``, ``CohenKappa``) always read;
 * curves (``AUROC``, ``ROC``, ...) read while validating, but ``BinaryAUROC``, which never validates its update.
 
-``update_read`` answers ``"validation"``, ``"counting"``, ``"labels"`` (a read only when the predictions are
-integer labels) or None.
+* a multiclass stat-score metric with ``top_k`` > 1 one-hot encodes the top k (``F.one_hot`` checks the indices on
+  the host).
+
+``update_read`` answers ``"validation"``, ``"counting"``, ``"top_k"``, ``"labels"`` (a read only when the predictions
+are integer labels) or None.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from syncfree_lint.knowledge.metric_api import (
 
 _FAMILIES = ("Binary", "Multiclass", "Multilabel")
 #: the letter each answer leaves in a metric's kind (``kinds.METRIC_PREFIX``), for code that receives the object
-LETTERS = {"validation": "v", "counting": "b", "labels": "l"}
+LETTERS = {"validation": "v", "counting": "b", "labels": "l", "top_k": "k"}
 
 
 def family_and_base(class_name: str, call: Optional[cst.Call]) -> Tuple[Optional[str], Optional[str]]:
@@ -59,6 +62,9 @@ def update_read(class_name: str, call: Optional[cst.Call], checks: Optional[str]
         average = _string(given) if given is not None else default
         if average is None and given is not None and not _is_none(given):
             return None  # `average=cfg.average`: not known here
+        top_k = keyword_value(call, "top_k")
+        if isinstance(top_k, cst.Integer) and int(top_k.value) > 1:
+            return "top_k"  # `one_hot` of the top k indices checks them on the host
         if average != "micro":
             return "counting"
         return "labels" if validating else None

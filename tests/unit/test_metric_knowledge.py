@@ -91,12 +91,13 @@ _CONSTRUCTIONS = [
     "MultilabelAccuracy(num_labels=3)", "MultilabelAccuracy(num_labels=3, validate_args=False)",
     "MultilabelJaccardIndex(num_labels=3, validate_args=False)",
     "Accuracy(task='multiclass', num_classes=5)", "Accuracy(task='multiclass', num_classes=5, average='micro')",
-    "F1Score('binary', validate_args=False)",
+    "F1Score('binary', validate_args=False)", "Accuracy(task='multiclass', num_classes=5, top_k=2)",
+    "MulticlassAccuracy(num_classes=5, top_k=3, average='micro', validate_args=False)",
 ]
 
 
 @pytest.mark.parametrize("source,labels", [(source, labels) for source in _CONSTRUCTIONS for labels in (False, True)
-                                           if not (labels and ("AUROC" in source or "AveragePrecision" in source))])
+                                           if not (labels and ("AUROC" in source or "AveragePrecision" in source or "top_k" in source))])
 def test_what_an_update_reads_is_what_the_stand_in_sees(source: str, labels: bool) -> None:
     """``update_reads`` of a construction says whether its update syncs, given float scores or (``labels``) integer
     labels: each answer checked on the sync guard's stand-in against torchmetrics itself."""
@@ -122,5 +123,5 @@ def test_what_an_update_reads_is_what_the_stand_in_sees(source: str, labels: boo
         inputs = preds.to(dev), target.to(dev)
         with no_host_sync(device=dev) as guard:
             metric.update(*inputs)
-    expected = reads in ("validation", "counting") or (reads == "labels" and labels)  # curves take scores only
+    expected = reads in ("validation", "counting", "top_k") or (reads == "labels" and labels)  # curves take scores only
     assert bool(guard.events) is expected, (reads, guard.report())

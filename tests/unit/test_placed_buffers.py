@@ -5,6 +5,8 @@ its owner puts it, the CPU unless a caller says (an averaged copy of a model is 
 ``torch.tensor(0)`` moves with the module, to the device. A subclass reads what its base's ``__init__`` kept."""
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from project_lint import lint_files
@@ -16,7 +18,7 @@ _AVERAGED = """
     class Averaged(nn.Module):
         def __init__(self, model, device=None):
             super().__init__()
-            self.module = model
+            self.module = model{place}
             self.register_buffer("steps", {buffer})
 
         def update(self, model):
@@ -43,10 +45,16 @@ _AVERAGED = """
 """
 
 
-@pytest.mark.parametrize("buffer,found", [
-    ("torch.tensor(0, dtype=torch.long, device=device)", False),
-    ("torch.tensor(0, dtype=torch.long)", True),
+_PLACE = "\n            if device is not None:\n                self.module = self.module.to(device)"
+
+
+@pytest.mark.parametrize("buffer,place,found", [
+    ("torch.tensor(0, dtype=torch.long, device=device)", _PLACE, False),
+    ("torch.tensor(0, dtype=torch.long)", _PLACE, True),
+    ("torch.tensor(0, dtype=torch.long, device=device)", "", True),  # factory keywords passed on: moves with the model
 ])
-def test_a_buffer_placed_by_an_optional_device_stays_on_the_host(tmp_path, buffer, found):
-    result = lint_files(tmp_path, {"ema.py": _AVERAGED.format(buffer=buffer)})
-    assert (("ema.py", 21, "SFL101") in result) is found  # the subclass reads the base's buffer
+def test_a_buffer_placed_by_an_optional_device_stays_on_the_host(tmp_path, buffer, place, found):
+    source = _AVERAGED.format(buffer=buffer, place=place)
+    line = next(i for i, text in enumerate(textwrap.dedent(source).splitlines(), 1) if "self.steps.item()" in text)
+    result = lint_files(tmp_path, {"ema.py": source})
+    assert (("ema.py", line, "SFL101") in result) is found  # the subclass reads the base's buffer

@@ -22,6 +22,8 @@ class ValidatingClassifier(Rule[cst.Call]):
                   "`torch.unique` syncs every step; use `syncfree.{metric}` or build it with `validate_args=False`",
         "counting": "torchmetrics `{metric}` {call} counts per class with `torch.bincount` (sized by the data): it "
                     "syncs every step, validation or not; use `syncfree.{metric}`",
+        "top_k": "torchmetrics `{metric}` {call} one-hot encodes its top k predictions (`F.one_hot` checks the indices "
+                 "on the host): it syncs every step; use `syncfree.{metric}`",
         "labels": "torchmetrics `{metric}` {call} validates integer labels (`validate_args=True`, the default): "
                   "`torch.unique` syncs every step; use `syncfree.{metric}`, pass the scores, or build it with "
                   "`validate_args=False`",
