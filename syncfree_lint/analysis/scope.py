@@ -261,12 +261,11 @@ def _root_name(expr: cst.BaseExpression) -> Optional[str]:
 
 
 def _converted_root(expr: cst.BaseExpression) -> Optional[str]:
-    """The item a moved value was made from: ``x`` of ``x["a"]``, ``x.float()`` or ``torch.from_numpy(np.asarray(x))``."""
+    """The item a moved value was made from: ``x`` of ``x["a"]`` or ``torch.from_numpy(np.asarray(x))`` (not of
+    ``p.detach()``: a loop moving what a method of its items gives need not be over data)."""
     for _ in range(8):
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
-            expr = expr.func.value  # `x.float()`
         elif isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
             expr = expr.args[0].value  # `torch.from_numpy(x)`
         else:
