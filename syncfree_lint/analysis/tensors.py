@@ -290,8 +290,8 @@ class TensorInference:
                 return MASK if receiver not in _HOST_TENSORS else HOST_TENSOR
             if receiver in (BATCH, HOST_BATCH) and name in ("get", "values", "items", "keys"):
                 return receiver
-            if receiver not in (BATCH, HOST_BATCH) and name not in TENSOR_METHODS:
-                return None  # not a tensor after all (`instances.has("scores")`)
+            if receiver not in (BATCH, HOST_BATCH) and name not in TENSOR_METHODS and name not in _ITEM_READS:
+                return None  # not a tensor after all (`instances.has("scores")`); a dict's item is still an output
             if receiver == HOST_BATCH:
                 return HOST_BATCH  # `batch["clip"].squeeze(1)` of a batch still on the host: still the loader's data
             return TENSOR if receiver in DEVICE_TENSORS else HOST_TENSOR
@@ -394,3 +394,7 @@ def _names_words(node: cst.Subscript, words: AbstractSet[str]) -> bool:
     """``batch["loss_mask"]`` for ``{"mask"}``: a string key holding one of ``words`` as a whole ``_`` word."""
     text = subscript_key(node)
     return text is not None and any(word in text.lower().split("_") for word in words)
+
+
+#: reads of an item of a model's output taken for a tensor (a dict of them: ``outputs[obj].get("mask")``)
+_ITEM_READS = frozenset({"get", "pop", "setdefault"})

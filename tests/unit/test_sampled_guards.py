@@ -55,3 +55,19 @@ _DETECTIONS = """
 def test_a_method_tensors_lack_leaves_the_value_unknown(tmp_path):
     found = lint_files(tmp_path, {"filt.py": _DETECTIONS})
     assert not [f for f in found if f[1] == 7]  # `instances.has("scores")`: a Python bool
+
+
+def test_an_item_read_of_a_model_output_is_still_a_tensor(tmp_path):
+    """`outputs[obj].get("mask")` of a model's dict of outputs: `get` is a dict's, and its result a device tensor."""
+    found = lint_files(tmp_path, {"crit.py": """
+        def train(model, loader, opt):
+            for x in loader:
+                outputs = model(x.cuda())
+                for obj in outputs:
+                    mask = outputs[obj].get("mask", None)
+                    if mask is not None and not mask.any():
+                        continue
+                    outputs[obj]["out"].sum().backward()
+                opt.step()
+    """})
+    assert ("crit.py", 7, "SFL106") in found
