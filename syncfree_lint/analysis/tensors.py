@@ -396,5 +396,6 @@ def _names_words(node: cst.Subscript, words: AbstractSet[str]) -> bool:
     return text is not None and any(word in text.lower().split("_") for word in words)
 
 
-#: reads of an item of a model's output taken for a tensor (a dict of them: ``outputs[obj].get("mask")``)
-_ITEM_READS = frozenset({"get", "pop", "setdefault"})
+#: methods that give device data though ``torch.Tensor`` lacks them: reads of an item of a model's output taken for a
+#: tensor (a dict of them: ``outputs[obj].get("mask")``), and a distribution's (``Categorical(logits=x).log_prob(y)``)
+_ITEM_READS = frozenset({"get", "pop", "setdefault", "log_prob", "rsample", "sample", "entropy", "cdf", "icdf"})

@@ -71,3 +71,19 @@ def test_an_item_read_of_a_model_output_is_still_a_tensor(tmp_path):
                 opt.step()
     """})
     assert ("crit.py", 7, "SFL106") in found
+
+
+def test_a_distribution_method_gives_device_data(tmp_path):
+    """`Categorical(logits=out).log_prob(y)`: `log_prob` is not a tensor method, and its result is a device tensor."""
+    found = lint_files(tmp_path, {"nll.py": """
+        from torch.distributions import Categorical
+
+        def train(model, loader, opt, history):
+            for x, y in loader:
+                out = model(x.cuda())
+                nll = -Categorical(logits=out, validate_args=False).log_prob(y.cuda()).mean()
+                nll.backward()
+                opt.step()
+                history.append(float(nll))
+    """})
+    assert ("nll.py", 10, "SFL105") in found
