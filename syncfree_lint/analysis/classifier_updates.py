@@ -21,7 +21,7 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
-from syncfree_lint.analysis.call_args import keyword_value
+from syncfree_lint.analysis.call_args import is_true, keyword_value
 from syncfree_lint.knowledge.metric_api import (
     CLASSIFICATION_BASES, CONFMAT_BASES, DEFAULT_MULTICLASS_AVERAGE, DEFAULT_TASK_WRAPPER_AVERAGE, INPUTS_UNCHECKED,
     STAT_SCORE_BASES,
@@ -73,7 +73,7 @@ def update_read(class_name: str, call: Optional[cst.Call], checks: Optional[str]
 
 def _validating(call: cst.Call) -> bool:
     value = keyword_value(call, "validate_args")
-    return value is None or (isinstance(value, cst.Name) and value.value == "True")
+    return value is None or is_true(value)
 
 
 def _string(expr: Optional[cst.BaseExpression]) -> Optional[str]:
