@@ -7,7 +7,6 @@ helpers reached from a step in another file are known only then.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
 import stat
@@ -21,7 +20,7 @@ import libcst as cst
 
 from syncfree_lint.analysis.arguments import Returns, Seeds, analyse
 from syncfree_lint.analysis.callgraph import resolve
-from syncfree_lint.analysis.device import is_test_module, may_use_accelerator
+from syncfree_lint.analysis.device import may_use_accelerator
 from syncfree_lint.analysis.filefacts import ExternalKinds, FileFacts
 from syncfree_lint.analysis.module import ModuleAnalysis
 from syncfree_lint.analysis.run_kinds import ROUNDS, holds_object_of, merge, plan, teachers
@@ -30,20 +29,14 @@ from syncfree_lint.analysis.suppression import NoqaFilter
 from syncfree_lint.cache import Cache
 from syncfree_lint.config import Config
 from syncfree_lint.diagnostic import Diagnostic
-from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
 from syncfree_lint.notebook import NotebookError, is_notebook, place_in_cells, read_file_text, read_notebook
-from syncfree_lint.project import ProjectIndex, context_files, find_project_root, summary_of
+from syncfree_lint.prefilter import could_hold_finding, is_quiet_test_module, is_test_in_project
+from syncfree_lint.project import ProjectIndex, context_files, summary_of
 from syncfree_lint.rules import ALL_RULES, DEFAULTS
 from syncfree_lint.rules.tool.internal_error import InternalError
 from syncfree_lint.rules.tool.parse_error import ParseError
 from syncfree_lint.parse import newer_syntax_possible, on_parse_thread, parse_module, syntax_error
 from syncfree_lint.source import SourceError, decode_source
-
-# A file can hold a finding only if it holds a word some rule needs (``Rule.evidence``) or a
-# word the analysis starts from (a tensor or a step: ``knowledge.evidence``). Files without any
-# of them are not parsed.
-_EVIDENCE = tuple(dict.fromkeys((*ANALYSIS_WORDS, *(word for rule in ALL_RULES for word in rule.evidence))))
-
 
 @dataclass
 class RunResult:
@@ -61,13 +54,6 @@ class RunResult:
 _RETURNS_OBJECT = re.compile(r"\breturn\s+(?:[A-Za-z_]\w*\.)*[A-Z]\w*\(")
 
 
-def could_hold_finding(text: str, step_functions: Iterable[str]) -> bool:
-    """The cheap text pre-filter: False only when no rule could fire in this file."""
-    if any(word in text for word in _EVIDENCE):
-        return True
-    return any(name in text for name in step_functions)
-
-
 def module_identity(path: str) -> Tuple[str, str, bool]:
     """(dotted module name, root folder it is importable from, is a package __init__)."""
     absolute = os.path.abspath(path)
@@ -83,11 +69,6 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
         if not name:
             break
     return ".".join(parts), folder, is_package
-
-
-@functools.lru_cache(maxsize=4096)
-def _project_root(folder: str) -> Optional[str]:
-    return find_project_root(os.path.join(folder, "_"))
 
 
 def _rule_instances(enabled: FrozenSet[str]):
@@ -138,9 +119,7 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
         facts.errors.append(ParseError.at(path, 1, 1, "libcst_failed", detail=f"{type(exc).__name__}: {exc}"))
         return facts
     # a test module has no steps of its own (judged inside its project, not by where the project sits)
-    project_root = _project_root(os.path.dirname(os.path.abspath(path)))
-    uses_accelerator = may_use_accelerator(source, tree) and not is_test_module(
-        os.path.relpath(os.path.abspath(path), project_root) if project_root else path)
+    uses_accelerator = may_use_accelerator(source, tree) and not is_test_in_project(path)
 
     def walk(parameter_kinds: Seeds, returns: Returns) -> ModuleAnalysis:
         analysis = ModuleAnalysis(
@@ -200,7 +179,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    if not external and not could_hold_finding(text, config.all_step_functions):
+    if not external and (not could_hold_finding(text, config.all_step_functions) or is_quiet_test_module(path, text)):
         module_name, root, _ = module_identity(path)
         outcome = (FileFacts(path, module_name, root, skipped=True, returns_object=bool(_RETURNS_OBJECT.search(text))),
                    lines, False)

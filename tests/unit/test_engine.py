@@ -5,7 +5,8 @@ import textwrap
 import pytest
 
 from syncfree_lint.config import Config
-from syncfree_lint.engine import could_hold_finding, module_identity, run
+from syncfree_lint.engine import module_identity, run
+from syncfree_lint.prefilter import could_hold_finding
 from syncfree_lint.rules.host_reads.formatting import TensorFormatting
 
 STEP = textwrap.dedent(

@@ -17,7 +17,7 @@ class CpuMetricUnderNccl(Rule[cst.Call]):
         "default": "metric stays on the CPU in a script that uses NCCL or DDP: its sync fails with \"No backend type "
                    "associated with device type cpu\"",
     }
-    evidence = ("metric",)
+    evidence = ("init_process_group", "DistributedDataParallel")  # what makes a script NCCL's (``check``)
     fix_title = SWITCH_TITLE
     node_types = (cst.Call,)
     step_only = False
