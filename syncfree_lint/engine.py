@@ -22,6 +22,8 @@ from syncfree_lint.analysis.arguments import Returns, Seeds, analyse
 from syncfree_lint.analysis.callgraph import resolve
 from syncfree_lint.analysis.device import may_use_accelerator
 from syncfree_lint.analysis.filefacts import ExternalKinds, FileFacts
+
+Settled = Tuple[Seeds, Returns]  # where a file's analysis settled (``arguments.analyse``)
 from syncfree_lint.analysis.module import ModuleAnalysis
 from syncfree_lint.analysis.run_kinds import ROUNDS, holds_object_of, merge, plan, teachers
 from syncfree_lint.analysis.summarize import summarize
@@ -76,15 +78,16 @@ def _rule_instances(enabled: FrozenSet[str]):
 
 
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
-                fixes: bool = True, external: Optional[ExternalKinds] = None) -> FileFacts:
+                fixes: bool = True, external: Optional[ExternalKinds] = None, start: Optional[Settled] = None) -> FileFacts:
     """Analyse one file's text; never raises for bad input (returns SFL000/SFL001 facts).
+    ``start``: where an earlier analysis of this text settled (``arguments.analyse``).
 
     Runs on the process's parse thread (see ``syncfree_lint.parse``)."""
-    return on_parse_thread(_lint_source, path, source, config, enabled, noqa, fixes, external)
+    return on_parse_thread(_lint_source, path, source, config, enabled, noqa, fixes, external, start)
 
 
 def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool, fixes: bool,
-                 external: Optional[ExternalKinds]) -> FileFacts:
+                 external: Optional[ExternalKinds], start: Optional[Settled]) -> FileFacts:
     module_name, root, is_package = module_identity(path)
     facts = FileFacts(path, module_name, root)
     # Python's own parser first: libcst's native parser can overflow its stack (and kill the
@@ -121,7 +124,10 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     # a test module has no steps of its own (judged inside its project, not by where the project sits)
     uses_accelerator = may_use_accelerator(source, tree) and not is_test_in_project(path)
 
+    used: List[Settled] = []
+
     def walk(parameter_kinds: Seeds, returns: Returns) -> ModuleAnalysis:
+        used[:] = [(parameter_kinds, dict(returns))]
         analysis = ModuleAnalysis(
             path, source, module, _rule_instances(enabled), config.all_step_functions,
             tree=tree, module_name=module_name, is_package=is_package, root=root,
@@ -133,8 +139,9 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
         return analysis
 
     try:
-        analysis = analyse(walk)
+        analysis = analyse(walk, start)
         summary = summarize(analysis, config.report_guarded, NoqaFilter(noqa), fixes)
+        summary.settled = used[0]
         summary.errors.extend(InternalError.at(path, 1, 1, "rule", code=code, error=f"{type(exc).__name__}: {exc}")
                               for code, exc in analysis.rule_errors)
         return summary
@@ -148,9 +155,10 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
 
 def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional[str] = None,
               cache: Optional[Cache] = None, noqa: bool = True, fixes: bool = True,
-              external: Optional[ExternalKinds] = None) -> Tuple[FileFacts, int, bool]:
+              external: Optional[ExternalKinds] = None, start: Optional[Settled] = None) -> Tuple[FileFacts, int, bool]:
     """(facts, line count, parsed?) for one file; ``text`` is given for --stdin-filename;
-    ``external``: what the rest of the run says about its values (``analysis.run_kinds``)."""
+    ``external``: what the rest of the run says about its values (``analysis.run_kinds``);
+    ``start``: where its analysis settled before it was taught that."""
     key = None
     if text is None:
         module_name, root, _ = module_identity(path)
@@ -161,7 +169,8 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
             facts.errors.append(ParseError.at(path, exc.line, exc.col, "unreadable", reason=str(exc)))
             return facts, 0, False
         if cache is not None:
-            key = cache.key(path, data + (b"\0" + repr(external).encode() if external else b""))
+            key = cache.key(path, data + (b"\0" + repr(external).encode() if external else b"")
+                            + (b"\0" + repr(start).encode() if start else b""))
             hit = cache.get(key)
             if hit is not None:
                 return hit
@@ -184,7 +193,7 @@ def lint_path(path: str, config: Config, enabled: FrozenSet[str], text: Optional
         outcome = (FileFacts(path, module_name, root, skipped=True, returns_object=bool(_RETURNS_OBJECT.search(text))),
                    lines, False)
     else:
-        outcome = (lint_source(path, text, config, enabled, noqa, fixes, external), lines, True)
+        outcome = (lint_source(path, text, config, enabled, noqa, fixes, external, start), lines, True)
     if key is not None and cache is not None:  # a key is only made with a cache
         cache.put(key, outcome)
     return outcome
@@ -257,6 +266,10 @@ def select(diagnostics: Iterable[Diagnostic], config: Config, enabled: FrozenSet
     return out
 
 
+#: a file walked again: its path, what the run teaches it, where its analysis settled before
+_Relint = Tuple[str, ExternalKinds, Optional["Settled"]]
+
+
 class _WorkerArgs(NamedTuple):
     config: Config
     enabled: FrozenSet[str]
@@ -272,11 +285,12 @@ def _init_worker(config: Config, enabled: FrozenSet[str], cache: Optional[Cache]
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
 
 
-def _lint_in_worker(item: Union[str, Tuple[str, ExternalKinds]]) -> Tuple[FileFacts, int, bool]:
-    """One file (a path, or a path and what the run teaches it)."""
+def _lint_in_worker(item: Union[str, _Relint]) -> Tuple[FileFacts, int, bool]:
+    """One file (a path, or a path, what the run teaches it and where its analysis settled)."""
     args = _WORKER[0]
-    path, external = item if isinstance(item, tuple) else (item, None)
-    return lint_path(path, args.config, args.enabled, None, args.cache, fixes=args.fixes, external=external)
+    path, external, start = item if isinstance(item, tuple) else (item, None, None)
+    return lint_path(path, args.config, args.enabled, None, args.cache, fixes=args.fixes, external=external,
+                     start=start)
 
 
 def run(paths: Sequence[str], config: Config, stdin: Optional[Tuple[str, str]] = None, jobs: int = 1,
@@ -353,7 +367,7 @@ def _reader(stdin: Optional[Tuple[str, str]]) -> Callable[[str], Optional[str]]:
     return lambda path: stdin[1] if stdin is not None and path == stdin[0] else read_file_text(path)
 
 
-def _run_parallel(files: Sequence[Union[str, Tuple[str, ExternalKinds]]], config: Config, enabled: FrozenSet[str], cache: Optional[Cache], jobs: int,
+def _run_parallel(files: Sequence[Union[str, _Relint]], config: Config, enabled: FrozenSet[str], cache: Optional[Cache], jobs: int,
                   take: Callable[[Tuple[FileFacts, int, bool]], None], fixes: bool) -> None:
     import multiprocessing
 
@@ -414,9 +428,9 @@ def learn_across_files(linted: List[FileFacts], context: List[FileFacts], config
                 return _context_summary(facts.path, again[facts.path], config, enabled, cache)
             text = stdin[1] if stdin is not None and facts.path == stdin[0] else None
             return lint_path(facts.path, config, enabled, text, cache, noqa=noqa, fixes=fixes,
-                             external=again[facts.path])[0]
+                             external=again[facts.path], start=facts.settled)[0]
 
-        work = [(facts.path, again[facts.path]) for facts in linted if facts.path in again]
+        work = [(facts.path, again[facts.path], facts.settled) for facts in linted if facts.path in again]
         if jobs > 1 and len(work) >= 4 * jobs and stdin is None and noqa:  # as the first pass did
             fresh: Dict[str, FileFacts] = {}
             _run_parallel(work, config, enabled, cache, jobs, lambda outcome: fresh.__setitem__(outcome[0].path, outcome[0]),

@@ -380,12 +380,21 @@ def _decisive(name: str, kind: str) -> bool:
 Returns = Dict[str, Optional[str]]
 
 
-def analyse(walk: Callable[[Seeds, Returns], "ModuleAnalysis"]) -> "ModuleAnalysis":
+def analyse(walk: Callable[[Seeds, Returns], "ModuleAnalysis"],
+            start: Optional[Tuple[Seeds, Returns]] = None) -> "ModuleAnalysis":
     """Walk a file (``walk(seeds, returns)`` builds and runs one analysis) until its parameter seeds
-    settle and every function called before its definition was walked is known to return what it returns."""
-    seeds: Seeds = {}
-    returns: Returns = {}
+    settle and every function called before its definition was walked is known to return what it returns.
+
+    ``start``: where an earlier analysis of the same text settled (the file walked again with what
+    other files teach it): the walks go on from there instead of from nothing."""
+    seeds: Seeds = dict(start[0]) if start is not None else {}
+    returns: Returns = dict(start[1]) if start is not None else {}
     analysis = walk(seeds, returns)
+    if start is not None:
+        found = analysis.parameter_seeds()
+        if found != seeds:  # what the file was taught changed what its calls pass: the start no longer holds
+            seeds, returns = found, dict(analysis.returns)
+            analysis = walk(seeds, returns)
     for _ in range(MAX_WALKS - 1):
         found = analysis.parameter_seeds()
         later = {name for name in analysis.forward_returns if analysis.returns.get(name) not in (None, returns.get(name))}

@@ -165,6 +165,9 @@ class FileFacts:
     # ``"mod.Class.attr"`` -> the device kind its instances hold there (a registered buffer, a
     # tensor kept by ``__init__``): ``loss_fn.center`` in another file reads a tensor
     attributes: Dict[str, str] = field(default_factory=dict)
+    # the parameter seeds and earlier returns its last walk used (``arguments.analyse``): a walk of the same
+    # text with more taught starts there
+    settled: Optional[Tuple[Dict[str, Dict[str, str]], Dict[str, Optional[str]]]] = None
 
 
 __all__ = ["STEP", "Hop", "ArgKinds", "ExternalKinds", "Finding", "CallSite", "Edge", "ParameterCall", "Pass", "FileFacts"]
