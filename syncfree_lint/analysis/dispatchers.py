@@ -25,11 +25,18 @@ class Dispatcher:
     forwards: bool  # it forwards the call's further positional arguments (``*args``)
 
 
+#: the last module asked about and its answer: every walk of a file asks again (``arguments.analyse``)
+_LAST: List[Tuple[cst.Module, Dict[str, Dispatcher]]] = []
+
+
 def dispatchers(module: cst.Module, source: str) -> Dict[str, Dispatcher]:
     """Local qualname -> the dispatcher, for the module's functions and the methods of its classes."""
     if "getattr(" not in source:
         return {}
+    if _LAST and _LAST[0][0] is module:
+        return _LAST[0][1]
     out: Dict[str, Dispatcher] = {}
+    _LAST[:] = [(module, out)]
     for statement in module.body:
         if isinstance(statement, cst.FunctionDef):
             _add(out, statement.name.value, statement, method=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -186,9 +186,19 @@ class MetricSitesMixin:
     _rules: Callable[[cst.CSTNode], None]
     _children: Callable[[cst.CSTNode], None]
     _property_read: Callable[[cst.Attribute], None]
+    _metric_calls: List[Any]  # [the last call asked about, its answer]
 
     def metric_call(self, node: cst.Call) -> Optional[Tuple[MetricSite, str]]:
-        """(site, "update" | "forward" | "compute") for a call on a torchmetrics object."""
+        """(site, "update" | "forward" | "compute") for a call on a torchmetrics object (asked by each
+        torchmetrics rule at the same call: answered once)."""
+        memo = self._metric_calls
+        if memo and memo[0] is node:
+            return memo[1]
+        found = self._metric_call(node)
+        memo[:] = [node, found]
+        return found
+
+    def _metric_call(self, node: cst.Call) -> Optional[Tuple[MetricSite, str]]:
         func = node.func
         site, what = None, "forward"
         if isinstance(func, cst.Attribute) and func.attr.value in ("update", "forward", "compute"):

@@ -146,6 +146,7 @@ class ModuleAnalysis(BindingsMixin, CallKindsMixin, ObjectsMixin, CallsMixin, Ar
         self.metric_escapes: Set[str] = set()
         self.metric_lightning_logged: Set[str] = set()
         self.fix_plans: List[Any] = []
+        self._metric_calls: List[Any] = []
         self._call_args: Sequence[cst.Arg] = ()
 
     # ------------------------------------------------------------------ questions rules ask

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import functools
 from typing import Dict
 
 # torch functions that return Python values or non-tensor objects
@@ -141,6 +142,7 @@ MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "hea
 COUNT_PREFIXES = ("n_", "num_", "nb_", "number_of_")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked for the same few names all through a walk
 def looks_like_module(name: str) -> bool:
     """``model``, ``net``, ``text_encoder``, ``ema_model``, ``self.backbone``: named like a model."""
     last = name.rsplit(".", 1)[-1].lower().rstrip("0123456789_")
