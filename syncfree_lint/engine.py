@@ -73,8 +73,10 @@ def module_identity(path: str) -> Tuple[str, str, bool]:
     return ".".join(parts), folder, is_package
 
 
-def _rule_instances(enabled: FrozenSet[str]):
-    return [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types]
+def _rule_instances(enabled: FrozenSet[str], source: str):
+    """The enabled rules that could fire in ``source`` (``Rule.requires``)."""
+    return [rule() for rule in ALL_RULES if rule.code in enabled and rule.node_types
+            and (not rule.requires or any(word in source for word in rule.requires))]
 
 
 def lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str], noqa: bool = True,
@@ -129,7 +131,7 @@ def _lint_source(path: str, source: str, config: Config, enabled: FrozenSet[str]
     def walk(parameter_kinds: Seeds, returns: Returns) -> ModuleAnalysis:
         used[:] = [(parameter_kinds, dict(returns))]
         analysis = ModuleAnalysis(
-            path, source, module, _rule_instances(enabled), config.all_step_functions,
+            path, source, module, _rule_instances(enabled, source), config.all_step_functions,
             tree=tree, module_name=module_name, is_package=is_package, root=root,
             uses_accelerator=uses_accelerator, logging_words=config.all_logging_words,
             opt_in_words=config.all_opt_in_words, parameter_kinds=parameter_kinds, external=external,

@@ -46,6 +46,9 @@ class Rule(Generic[NodeT]):
     #: words of which a file must hold one for this rule to fire, beyond the analysis' own
     #: starting words (``knowledge.evidence``); the engine's text pre-filter is their union
     evidence: ClassVar[Tuple[str, ...]] = ()
+    #: words of which a file must hold one for this rule to fire at all (the names of the calls it
+    #: matches, whatever the imports call them); a file without any is walked without the rule
+    requires: ClassVar[Tuple[str, ...]] = ()
     #: snippets the rule must not report, and snippets it must report (tests/unit/test_rule_examples.py)
     valid: ClassVar[Tuple[str, ...]] = ()
     invalid: ClassVar[Tuple[str, ...]] = ()

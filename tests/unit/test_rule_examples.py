@@ -15,7 +15,8 @@ from syncfree_lint import engine, prefilter
 from syncfree_lint.cli import list_rules
 from syncfree_lint.config import Config
 from syncfree_lint.knowledge.evidence import ANALYSIS_WORDS
-from syncfree_lint.rules import ALL_RULES
+from syncfree_lint.knowledge.syncing_api import DATA_DEPENDENT_FUNCTIONS
+from syncfree_lint.rules import ALL_RULES, DEFAULTS
 from syncfree_lint.rules.base import REGISTRY, Rule
 
 # Doc blocks are fragments: they get the imports a reader would have (nothing that is evidence of a
@@ -148,3 +149,18 @@ def test_cpu_copy_suggests_non_blocking_only_for_a_kept_copy(line: str, kept: bo
     assert len(found) == 1, found
     assert ("read them only after a later sync" in found[0].message) is kept, found[0].message
     assert ("would race" in found[0].message) is not kept, found[0].message
+
+
+@pytest.mark.parametrize("rule, text", examples("invalid"))
+def test_invalid_example_holds_a_word_the_rule_requires(rule, text):
+    """A rule is left out of a file without any of its ``requires`` words, so every file it reports holds one."""
+    assert not rule.requires or any(word in text for word in rule.requires), rule.code
+
+
+def test_a_rule_is_left_out_only_where_none_of_its_required_words_is():
+    enabled = Config().enabled_codes(DEFAULTS)
+    plain = {rule.code for rule in engine._rule_instances(enabled, "import torch\nx = torch.ones(2)\n")}
+    assert "SFL501" not in plain and "SFL110" not in plain and "SFL101" in plain
+    assert "SFL501" in {rule.code for rule in engine._rule_instances(enabled, "dist.all_reduce(acc)\n")}
+    nonzero = next(rule for rule in ALL_RULES if rule.code == "SFL201")
+    assert all(any(word in name.rsplit(".", 1)[-1] for word in nonzero.requires) for name in DATA_DEPENDENT_FUNCTIONS)

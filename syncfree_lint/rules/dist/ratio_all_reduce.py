@@ -19,6 +19,7 @@ class RatioAllReduce(Rule):
                "all_reduce the numerator and the denominator, then divide",
     }
     evidence = ("all_reduce",)
+    requires = ("all_reduce",)
     node_types = (cst.Assign, cst.AugAssign, cst.Call)
     step_only = False
     invalid = (

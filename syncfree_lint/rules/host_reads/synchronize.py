@@ -17,6 +17,7 @@ class ExplicitSynchronize(Rule[cst.Call]):
                     "read at log intervals",
     }
     evidence = ("synchronize",)
+    requires = ("synchronize",)
     node_types = (cst.Call,)
     invalid = (
         """

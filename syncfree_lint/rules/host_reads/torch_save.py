@@ -27,6 +27,7 @@ class TorchSaveInStep(Rule):
                  "every step; save at intervals (`if step % save_every == 0:`) or after the loop",
     }
     evidence = ("torch",)  # torch.save is reached only through an import of torch
+    requires = ("save",)
     node_types = (cst.Call, cst.Assign)
     invalid = (
         """

@@ -23,6 +23,7 @@ class DynamicShapeOps(Rule[cst.Call]):
         "one_hot": "`one_hot` without `num_classes` waits for the GPU to find the largest label; pass `num_classes=`",
     }
     evidence = (".unique(", "bincount")
+    requires = ("unique", "bincount", "repeat_interleave", "one_hot")
     node_types = (cst.Call,)
     invalid = (
         """

@@ -26,6 +26,7 @@ class Nonzero(Rule[cst.Call]):
                    "call it once per batch (`batched_nms` with the image index as `idxs`), not once per image",
     }
     evidence = ("nonzero", "nms")
+    requires = ("nonzero", "argwhere", "where", "nms")
     node_types = (cst.Call,)
     invalid = (
         """

@@ -18,6 +18,7 @@ class CpuMetricUnderNccl(Rule[cst.Call]):
                    "associated with device type cpu\"",
     }
     evidence = ("init_process_group", "DistributedDataParallel")  # what makes a script NCCL's (``check``)
+    requires = ("init_process_group", "DistributedDataParallel")
     fix_title = SWITCH_TITLE
     node_types = (cst.Call,)
     step_only = False
