@@ -18,12 +18,10 @@ from typing import (
 
 import libcst as cst
 
-from syncfree_lint.analysis.arguments import Returns, Seeds, analyse
+from syncfree_lint.analysis.arguments import Returns, Seeds, Settled, analyse
 from syncfree_lint.analysis.callgraph import resolve
 from syncfree_lint.analysis.device import may_use_accelerator
 from syncfree_lint.analysis.filefacts import ExternalKinds, FileFacts
-
-Settled = Tuple[Seeds, Returns]  # where a file's analysis settled (``arguments.analyse``)
 from syncfree_lint.analysis.module import ModuleAnalysis
 from syncfree_lint.analysis.run_kinds import ROUNDS, holds_object_of, merge, plan, teachers
 from syncfree_lint.analysis.summarize import summarize

@@ -378,10 +378,11 @@ def _decisive(name: str, kind: str) -> bool:
 
 
 Returns = Dict[str, Optional[str]]
+#: where a file's walks settled: the seeds and earlier returns its last walk used (``analyse``'s ``start``)
+Settled = Tuple[Seeds, Returns]
 
 
-def analyse(walk: Callable[[Seeds, Returns], "ModuleAnalysis"],
-            start: Optional[Tuple[Seeds, Returns]] = None) -> "ModuleAnalysis":
+def analyse(walk: Callable[[Seeds, Returns], "ModuleAnalysis"], start: Optional[Settled] = None) -> "ModuleAnalysis":
     """Walk a file (``walk(seeds, returns)`` builds and runs one analysis) until its parameter seeds
     settle and every function called before its definition was walked is known to return what it returns.
 
